@@ -1,0 +1,39 @@
+"""What the engine decided for one Pod: patch operations, warnings, and an explanation per value."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Decision", "Injection", "PatchOp"]
+
+PatchOp = dict[str, Any]  # one RFC 6902 operation: {"op": ..., "path": ..., "value": ...}
+
+
+@dataclass(frozen=True, slots=True)
+class Injection:
+    """One injected value and where it came from, e.g. (app, requests.cpu, 250m, profile p95 over 14d)."""
+
+    target: str  # container name, or "pod" for pod-level fields
+    field: str  # e.g. "requests.cpu", "readinessProbe", "preStop", "terminationGracePeriodSeconds"
+    value: str  # rendered value as a person reads it
+    source: str  # why this value
+
+    def describe(self) -> str:
+        return f"{self.field}={self.value} ({self.source})"
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The engine's whole answer; `skipped` is set (with a reason) when the Pod was left alone."""
+
+    ops: tuple[PatchOp, ...] = ()
+    injections: tuple[Injection, ...] = ()
+    warnings: tuple[str, ...] = ()
+    skipped: str | None = None
+    policy: str = "default"
+    workload: str = field(default="")
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.ops)

@@ -1,0 +1,78 @@
+"""Cluster facts the engine may use: the API server's version and the namespace's LimitRanges."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from webhook.core.quantity import QuantityError, parse
+
+__all__ = ["ClusterFacts", "LimitRangeItem", "limit_range_items", "parse_server_version"]
+
+
+@dataclass(frozen=True, slots=True)
+class LimitRangeItem:
+    """One `spec.limits[]` entry of a LimitRange, quantities parsed."""
+
+    type: str  # "Container" | "Pod" | "PersistentVolumeClaim"
+    min: Mapping[str, Decimal] = field(default_factory=dict)
+    max: Mapping[str, Decimal] = field(default_factory=dict)
+    default: Mapping[str, Decimal] = field(default_factory=dict)
+    default_request: Mapping[str, Decimal] = field(default_factory=dict)
+    max_limit_request_ratio: Mapping[str, Decimal] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterFacts:
+    """What is known about the cluster; every field may be unknown (embedded mode, no cluster)."""
+
+    server_version: tuple[int, int] | None = None
+    limit_ranges: tuple[LimitRangeItem, ...] = ()
+
+    def supports_native_sleep(self) -> bool | None:
+        """`lifecycle.preStop.sleep` is on by default from 1.30; None when the version is unknown."""
+        if self.server_version is None:
+            return None
+        return self.server_version >= (1, 30)
+
+
+def _quantities(raw: object) -> dict[str, Decimal]:
+    if not isinstance(raw, Mapping):
+        return {}
+    out: dict[str, Decimal] = {}
+    for key, value in raw.items():
+        try:
+            out[str(key)] = parse(value)
+        except QuantityError:
+            continue
+    return out
+
+
+def limit_range_items(limit_range: Mapping[str, Any]) -> tuple[LimitRangeItem, ...]:
+    """Parse a LimitRange object as the API returns it; malformed entries are skipped."""
+    items = []
+    for raw in (limit_range.get("spec") or {}).get("limits") or ():
+        if not isinstance(raw, Mapping):
+            continue
+        items.append(
+            LimitRangeItem(
+                type=str(raw.get("type", "Container")),
+                min=_quantities(raw.get("min")),
+                max=_quantities(raw.get("max")),
+                default=_quantities(raw.get("default")),
+                default_request=_quantities(raw.get("defaultRequest")),
+                max_limit_request_ratio=_quantities(raw.get("maxLimitRequestRatio")),
+            )
+        )
+    return tuple(items)
+
+
+def parse_server_version(major: str, minor: str) -> tuple[int, int] | None:
+    """`/version` gives strings like ("1", "30+") on managed clusters; None if unreadable."""
+    major_digits, minor_digits = re.match(r"\d*", major or ""), re.match(r"\d*", minor or "")
+    if not (major_digits and major_digits[0] and minor_digits and minor_digits[0]):
+        return None
+    return int(major_digits[0]), int(minor_digits[0])

@@ -1,0 +1,255 @@
+"""Named policies: what to inject when history says nothing, and which injections are on.
+
+A policy file maps names to partial policies; each is merged over the bundled `default` and then
+validated, so an error names the exact field (`policies.batch.resources.cpu.limit: ...`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from enum import StrEnum
+from typing import Any, TypeVar
+
+from webhook.core.quantity import QuantityError, parse
+
+__all__ = [
+    "FEATURES",
+    "MANAGED_RESOURCES",
+    "LimitMode",
+    "LimitRangerMode",
+    "Policy",
+    "PolicyError",
+    "PolicySet",
+    "ProbeShape",
+    "ResourcePolicy",
+    "VersionUnknown",
+    "merge",
+    "parse_policies",
+]
+
+FEATURES = ("resources", "probes", "preStop", "gracePeriod")
+MANAGED_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+_E = TypeVar("_E", bound=StrEnum)
+
+
+class PolicyError(ValueError):
+    """A policy document that cannot be used; the message starts with the offending field's path."""
+
+
+class LimitMode(StrEnum):
+    NONE = "none"
+    RATIO = "ratio"
+    EQUAL = "equal"
+
+
+class LimitRangerMode(StrEnum):
+    KEEP = "keep"  # values LimitRanger filled in count as set by a person
+    REPLACE_WITH_PROFILE = "replace-with-profile"  # replaced only by a confident history profile
+    REPLACE = "replace"  # replaced by profile or policy default
+
+
+class VersionUnknown(StrEnum):
+    NATIVE = "native"
+    EXEC = "exec"
+    SKIP = "skip"
+
+
+@dataclass(frozen=True, slots=True)
+class ResourcePolicy:
+    request: Decimal
+    min: Decimal
+    max: Decimal
+    limit: LimitMode
+    limit_ratio: Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeShape:
+    enabled: bool
+    initial_delay_seconds: int
+    period_seconds: int
+    timeout_seconds: int
+    failure_threshold: int
+    success_threshold: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    name: str
+    features: frozenset[str]
+    resources: Mapping[str, ResourcePolicy]  # only the resources this policy manages
+    limit_ranger: LimitRangerMode
+    use_profiles: bool
+    min_confidence: float
+    startup_cpu_in_limit: bool
+    http_path: str | None
+    readiness: ProbeShape
+    startup: ProbeShape
+    liveness: ProbeShape
+    pre_stop_seconds: int
+    when_version_unknown: VersionUnknown
+    allow_exec: bool
+    drain_seconds: int
+
+
+@dataclass(frozen=True, slots=True)
+class PolicySet:
+    policies: Mapping[str, Policy]
+
+    def get(self, name: str) -> Policy | None:
+        return self.policies.get(name)
+
+
+def merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """Deep merge of plain mappings; `override` wins, nested mappings merge key by key."""
+    out = dict(base)
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+class _Reader:
+    """Reads typed fields from a mapping and raises PolicyError naming the full path."""
+
+    def __init__(self, data: object, path: str) -> None:
+        if not isinstance(data, Mapping):
+            raise PolicyError(f"{path}: must be a mapping, got {type(data).__name__}")
+        self.data, self.path = data, path
+
+    def _get(self, key: str) -> Any:
+        if key not in self.data:
+            raise PolicyError(f"{self.path}.{key}: required")
+        return self.data[key]
+
+    def child(self, key: str) -> _Reader:
+        return _Reader(self._get(key), f"{self.path}.{key}")
+
+    def boolean(self, key: str) -> bool:
+        value = self._get(key)
+        if not isinstance(value, bool):
+            raise PolicyError(f"{self.path}.{key}: must be true or false, got {value!r}")
+        return value
+
+    def integer(self, key: str, *, low: int = 0, high: int = 86_400) -> int:
+        value = self._get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise PolicyError(f"{self.path}.{key}: must be an integer from {low} to {high}, got {value!r}")
+        return value
+
+    def number(self, key: str, *, low: float, high: float) -> Decimal:
+        value = self._get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+            raise PolicyError(f"{self.path}.{key}: must be a number from {low} to {high}, got {value!r}")
+        return Decimal(str(value))
+
+    def quantity(self, key: str) -> Decimal:
+        value = self._get(key)
+        try:
+            amount = parse(value)
+        except QuantityError:
+            raise PolicyError(f"{self.path}.{key}: not a Kubernetes quantity: {value!r}") from None
+        if amount <= 0:
+            raise PolicyError(f"{self.path}.{key}: must be positive, got {value!r}")
+        return amount
+
+    def choice(self, key: str, enum: type[_E]) -> _E:
+        value = self._get(key)
+        try:
+            return enum(value)
+        except ValueError:
+            allowed = ", ".join(member.value for member in enum)
+            raise PolicyError(f"{self.path}.{key}: must be one of {allowed}, got {value!r}") from None
+
+    def optional_path(self, key: str) -> str | None:
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value.startswith("/"):
+            raise PolicyError(f"{self.path}.{key}: must be null or an absolute HTTP path, got {value!r}")
+        return value
+
+
+def _resource(reader: _Reader) -> ResourcePolicy:
+    policy = ResourcePolicy(
+        request=reader.quantity("request"),
+        min=reader.quantity("min"),
+        max=reader.quantity("max"),
+        limit=reader.choice("limit", LimitMode),
+        limit_ratio=reader.number("limitRatio", low=1, high=1000),
+    )
+    if not policy.min <= policy.request <= policy.max:
+        raise PolicyError(f"{reader.path}: need min <= request <= max")
+    return policy
+
+
+def _probe(reader: _Reader, *, readiness: bool) -> ProbeShape:
+    return ProbeShape(
+        enabled=reader.boolean("enabled"),
+        initial_delay_seconds=reader.integer("initialDelaySeconds", high=3600),
+        period_seconds=reader.integer("periodSeconds", low=1, high=3600),
+        timeout_seconds=reader.integer("timeoutSeconds", low=1, high=3600),
+        failure_threshold=reader.integer("failureThreshold", low=1, high=10_000),
+        # Liveness and startup probes must keep successThreshold 1 (API validation).
+        success_threshold=reader.integer("successThreshold", low=1, high=100) if readiness else 1,
+    )
+
+
+def _policy(name: str, reader: _Reader) -> Policy:
+    features = reader.child("features")
+    resources = reader.child("resources")
+    unknown = set(resources.data) - set(MANAGED_RESOURCES)
+    if unknown:
+        raise PolicyError(f"{resources.path}: unknown resource {sorted(unknown)[0]!r}")
+    profiles, probes, pre_stop = reader.child("profiles"), reader.child("probes"), reader.child("preStop")
+    return Policy(
+        name=name,
+        features=frozenset(feature for feature in FEATURES if features.boolean(feature)),
+        resources={
+            resource: _resource(resources.child(resource))
+            for resource in MANAGED_RESOURCES
+            if resources.data.get(resource) is not None
+        },
+        limit_ranger=reader.choice("limitRanger", LimitRangerMode),
+        use_profiles=profiles.boolean("use"),
+        min_confidence=float(profiles.number("minConfidence", low=0, high=1)),
+        startup_cpu_in_limit=profiles.boolean("startupCpuInLimit"),
+        http_path=probes.optional_path("httpPath"),
+        readiness=_probe(probes.child("readiness"), readiness=True),
+        startup=_probe(probes.child("startup"), readiness=False),
+        liveness=_probe(probes.child("liveness"), readiness=False),
+        pre_stop_seconds=pre_stop.integer("sleepSeconds", low=1, high=3600),
+        when_version_unknown=pre_stop.choice("whenVersionUnknown", VersionUnknown),
+        allow_exec=pre_stop.boolean("allowExec"),
+        drain_seconds=reader.integer("drainSeconds", high=86_400),
+    )
+
+
+def parse_policies(document: object, *, base: Mapping[str, Any] | None = None) -> PolicySet:
+    """Validate a policy document (`{"policies": {name: partial policy}}`).
+
+    Each named policy is merged over `base` (the bundled default policy's mapping); the document's own
+    `default`, if any, replaces the bundled one as the base for the others.
+    """
+    root = _Reader(document, "policy file")
+    named = root.child("policies")
+    if not named.data:
+        raise PolicyError("policies: at least one policy is required")
+    base_map: Mapping[str, Any] = base or {}
+    own_default = named.data.get("default")
+    if own_default is not None:
+        _Reader(own_default, "policies.default")
+        base_map = merge(base_map, own_default)
+    policies: dict[str, Policy] = {"default": _policy("default", _Reader(base_map, "policies.default"))}
+    for name, raw in named.data.items():
+        if not isinstance(name, str) or not name:
+            raise PolicyError(f"policies: policy names must be non-empty strings, got {name!r}")
+        if name == "default":
+            continue
+        partial = _Reader(raw, f"policies.{name}")
+        policies[name] = _policy(name, _Reader(merge(base_map, partial.data), f"policies.{name}"))
+    return PolicySet(policies)

@@ -1,0 +1,54 @@
+"""Per-workload, per-container usage profiles: a recommendation with its evidence, or a reason for none."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+
+from webhook.core.workload import WorkloadKey
+
+__all__ = [
+    "ContainerProfile",
+    "Evidence",
+    "NoRecommendation",
+    "ProfileIndex",
+    "Recommendation",
+    "WorkloadProfiles",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What a recommendation rests on, so the injected annotation can explain the number."""
+
+    window: str  # the query window as Prometheus reads it, e.g. "14d"
+    samples: int  # usage points seen for this container
+    hours: float  # span of history actually covered
+    cpu_percentile: float  # e.g. 95.0
+    memory_margin: float  # e.g. 0.15 for +15 % over the peak
+    confidence: float  # 0..1, grows with hours and samples
+    oom_kills: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Recommendation:
+    """Requests sized from history: cpu in cores, memory in bytes (both Decimal)."""
+
+    cpu: Decimal
+    memory: Decimal
+    evidence: Evidence
+    startup_cpu: Decimal | None = None  # peak cores in the first minutes of a container's life
+    startup_seconds: float | None = None  # how long the start-up phase lasted
+
+
+@dataclass(frozen=True, slots=True)
+class NoRecommendation:
+    """History too thin or missing: the engine falls back to the policy and says why."""
+
+    reason: str
+
+
+ContainerProfile = Recommendation | NoRecommendation
+WorkloadProfiles = Mapping[str, ContainerProfile]  # container name -> profile
+ProfileIndex = Mapping[WorkloadKey, WorkloadProfiles]

@@ -1,0 +1,53 @@
+"""Kubernetes quantities as Decimal, written back in the canonical form the API server itself prints.
+
+Parsing is the client library's `parse_quantity`; its `format_quantity` keeps Decimal exponents
+(`1E+3m`), so rendering picks the suffix here and prints integers.
+"""
+
+from __future__ import annotations
+
+from decimal import ROUND_CEILING, Decimal
+
+from kubernetes.utils.quantity import parse_quantity
+
+__all__ = ["QuantityError", "parse", "render", "render_bytes", "render_cpu"]
+
+_BINARY = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
+_DECIMAL = (("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3))
+
+
+class QuantityError(ValueError):
+    """A string that is not a Kubernetes quantity."""
+
+
+def parse(value: object) -> Decimal:
+    """Parse a quantity (`"250m"`, `"1Gi"`, `2`) to Decimal; raise QuantityError if it is not one."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise QuantityError(f"not a quantity: {value!r}")
+    try:
+        return Decimal(parse_quantity(value))
+    except (ValueError, ArithmeticError) as exc:
+        raise QuantityError(f"not a quantity: {value!r}") from exc
+
+
+def render_cpu(cores: Decimal) -> str:
+    """CPU in whole cores when exact, else millicores rounded up (`"2"`, `"250m"`, `"1500m"`)."""
+    milli = (cores * 1000).to_integral_value(rounding=ROUND_CEILING)
+    if milli % 1000 == 0:
+        return str(int(milli) // 1000)
+    return f"{int(milli)}m"
+
+
+def render_bytes(amount: Decimal) -> str:
+    """Bytes with the largest binary suffix that divides exactly, else a decimal one, else plain bytes."""
+    whole = amount.to_integral_value(rounding=ROUND_CEILING)
+    for table in (_BINARY, _DECIMAL):
+        for suffix, factor in table:
+            if whole >= factor and whole % factor == 0:
+                return f"{int(whole) // factor}{suffix}"
+    return str(int(whole))
+
+
+def render(resource: str, amount: Decimal) -> str:
+    """Canonical text for `amount` of `resource` (cpu in cores, everything else in bytes)."""
+    return render_cpu(amount) if resource == "cpu" else render_bytes(amount)

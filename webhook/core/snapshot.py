@@ -1,0 +1,58 @@
+"""Immutable views of the world that background tasks build and swap whole.
+
+The admission path reads one `ClusterSnapshot` and one `ProfileSnapshot` and never waits on the
+network; refreshers build a complete new snapshot and replace the reference in one assignment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from webhook.core.facts import ClusterFacts, LimitRangeItem
+from webhook.core.namespace import Mode, NamespaceSettings, namespace_settings
+from webhook.core.policy import PolicySet
+from webhook.core.profile import ProfileIndex, WorkloadProfiles
+from webhook.core.workload import WorkloadKey
+
+__all__ = ["EMPTY_PROFILES", "ClusterSnapshot", "ProfileSnapshot"]
+
+_EMPTY: Mapping[str, object] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSnapshot:
+    """Policies, namespace labels, LimitRanges and the server version, as of `taken_at` (epoch s)."""
+
+    policies: PolicySet
+    default_mode: Mode = Mode.ENFORCE  # for namespaces not (yet) known
+    namespaces: Mapping[str, Mapping[str, str]] | None = None  # None: no namespace data at all
+    limit_ranges: Mapping[str, tuple[LimitRangeItem, ...]] = field(default_factory=dict)
+    server_version: tuple[int, int] | None = None
+    taken_at: float = 0.0
+    source: str = "embedded defaults"
+
+    def settings_for(self, namespace: str) -> NamespaceSettings:
+        labels = None if self.namespaces is None else self.namespaces.get(namespace)
+        return namespace_settings(labels, default_mode=self.default_mode)
+
+    def facts_for(self, namespace: str) -> ClusterFacts:
+        return ClusterFacts(
+            server_version=self.server_version, limit_ranges=self.limit_ranges.get(namespace, ())
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileSnapshot:
+    """Usage profiles per workload, as of `taken_at`; lookups are one dict access."""
+
+    profiles: ProfileIndex = field(default_factory=dict)
+    taken_at: float = 0.0
+    source: str = "none"
+
+    def for_workload(self, key: WorkloadKey) -> WorkloadProfiles:
+        return self.profiles.get(key, _EMPTY)  # type: ignore[arg-type]
+
+
+EMPTY_PROFILES = ProfileSnapshot()

@@ -1,0 +1,66 @@
+"""Which workload a Pod belongs to, computed from the Pod alone (no API call at admission).
+
+A ReplicaSet named `<deployment>-<pod-template-hash>` maps to its Deployment, a Job named
+`<cronjob>-<scheduled minutes>` to its CronJob; the same rules run on Prometheus pod names.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["WorkloadKey", "owner_workload", "pod_workload"]
+
+# pod-template-hash: rand.SafeEncodeString alphabet, 1-10 chars (usually 8-10).
+_TEMPLATE_HASH = re.compile(r"^(?P<base>.+)-(?P<hash>[bcdfghjklmnpqrstvwxz2456789]{1,10})$")
+# CronJob-created Jobs: name-<unix minutes>, 8+ digits.
+_CRON_SUFFIX = re.compile(r"^(?P<base>.+)-(?P<stamp>\d{8,})$")
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class WorkloadKey:
+    """A workload by namespace, kind and name; `str()` gives `ns/Kind/name`."""
+
+    namespace: str
+    kind: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.kind}/{self.name}"
+
+    @classmethod
+    def parse(cls, text: str) -> WorkloadKey:
+        namespace, kind, name = text.split("/", 2)
+        return cls(namespace, kind, name)
+
+
+def owner_workload(kind: str, name: str, *, template_hash: str | None = None) -> tuple[str, str]:
+    """Map a controller owner (kind, name) to the workload that people manage."""
+    if kind == "ReplicaSet":
+        if template_hash and name.endswith("-" + template_hash):
+            return "Deployment", name[: -len(template_hash) - 1]
+        match = _TEMPLATE_HASH.match(name)
+        if match and template_hash is None:
+            return "Deployment", match["base"]
+        return "ReplicaSet", name
+    if kind == "Job":
+        match = _CRON_SUFFIX.match(name)
+        if match:
+            return "CronJob", match["base"]
+    return kind, name
+
+
+def pod_workload(pod: Mapping[str, Any], namespace: str) -> WorkloadKey:
+    """The workload of a Pod at CREATE time: its controller owner, else the Pod's own name."""
+    metadata = pod.get("metadata") or {}
+    labels = metadata.get("labels") or {}
+    for ref in metadata.get("ownerReferences") or ():
+        if isinstance(ref, Mapping) and ref.get("controller") and ref.get("kind") and ref.get("name"):
+            kind, name = owner_workload(
+                str(ref["kind"]), str(ref["name"]), template_hash=labels.get("pod-template-hash")
+            )
+            return WorkloadKey(namespace, kind, name)
+    name = metadata.get("name") or metadata.get("generateName", "").rstrip("-") or "unnamed"
+    return WorkloadKey(namespace, "Pod", str(name))

@@ -1,0 +1,42 @@
+"""Policy files: the bundled one shipped in the package (webhook/data/policy.yaml) and users' own."""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from webhook.core.policy import PolicyError, PolicySet, parse_policies
+
+__all__ = ["bundled_policies", "bundled_policy_document", "load_policy_file", "load_policy_text"]
+
+
+@cache
+def bundled_policy_document() -> dict[str, Any]:
+    text = resources.files("webhook").joinpath("data/policy.yaml").read_text(encoding="utf-8")
+    document: dict[str, Any] = yaml.safe_load(text)
+    return document
+
+
+@cache
+def bundled_policies() -> PolicySet:
+    return parse_policies(bundled_policy_document(), base=bundled_policy_document()["policies"]["default"])
+
+
+def load_policy_text(text: str) -> PolicySet:
+    """Parse a user policy file's text (YAML or JSON) over the bundled default."""
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise PolicyError(f"policy file: not valid YAML: {exc}".splitlines()[0]) from None
+    return parse_policies(document, base=bundled_policy_document()["policies"]["default"])
+
+
+def load_policy_file(path: str) -> PolicySet:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return load_policy_text(handle.read())
+    except OSError as exc:
+        raise PolicyError(f"policy file {path}: {exc.strerror}") from None
