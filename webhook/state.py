@@ -1,0 +1,52 @@
+"""The one mutable thing in the process: references to the current immutable snapshots.
+
+Background refreshers build a complete snapshot and swap it in with one assignment; the admission
+path reads `state.cluster` and `state.profiles` once per request and never blocks on I/O.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from webhook.core.snapshot import EMPTY_PROFILES, ClusterSnapshot, ProfileSnapshot
+from webhook.policy_files import bundled_policies
+
+__all__ = ["Refresher", "State"]
+
+
+@dataclass
+class State:
+    cluster: ClusterSnapshot = field(default_factory=lambda: ClusterSnapshot(policies=bundled_policies()))
+    profiles: ProfileSnapshot = EMPTY_PROFILES
+    # Names of refreshers that have not yet completed their first full load; /readyz waits for them.
+    pending: set[str] = field(default_factory=set)
+    # Human-readable notes for /readyz (e.g. "no cluster configuration: embedded defaults").
+    notes: dict[str, str] = field(default_factory=dict)
+
+    def swap_cluster(self, snapshot: ClusterSnapshot) -> None:
+        self.cluster = snapshot
+
+    def swap_profiles(self, snapshot: ProfileSnapshot) -> None:
+        self.profiles = snapshot
+
+    def ages(self, now: float | None = None) -> dict[str, float]:
+        """Seconds since each snapshot was taken (for the snapshot-age metrics)."""
+        now = time.time() if now is None else now
+        return {
+            "cluster": now - self.cluster.taken_at if self.cluster.taken_at else 0.0,
+            "profiles": now - self.profiles.taken_at if self.profiles.taken_at else 0.0,
+        }
+
+
+class Refresher(Protocol):
+    """A long-running background task that keeps one snapshot fresh.
+
+    `run` registers its `name` in `state.pending` until its first full load, swaps snapshots whole,
+    survives outages by keeping the last snapshot, and returns only when cancelled.
+    """
+
+    name: str
+
+    async def run(self, state: State) -> None: ...
