@@ -1,0 +1,269 @@
+"""Where profiles live between a build and the webhook: a versioned JSON document behind `ProfileStore`.
+
+The embedded backend is one local file written atomically (temp file + fsync + rename), so a reader
+never sees half a document; `profiles build`, `preview` and `serve` all find it at
+`default_store_path()` without flags. The Kubernetes backend (`kubestore`) stores the same per-namespace
+documents in ConfigMaps so several webhook replicas share them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Protocol
+
+from webhook.core.profile import ContainerProfile, Evidence, NoRecommendation, Recommendation
+from webhook.core.quantity import QuantityError, parse, render, render_bytes, render_cpu
+from webhook.core.snapshot import ProfileSnapshot
+from webhook.core.workload import WorkloadKey
+
+__all__ = [
+    "FORMAT_VERSION",
+    "FileStore",
+    "ProfileDocument",
+    "ProfileStore",
+    "StoreError",
+    "WorkloadEntry",
+    "decode_document",
+    "default_store_path",
+    "encode_document",
+    "load_snapshot",
+]
+
+FORMAT_VERSION = 1
+_ENV = "POD_TAILOR_PROFILES"
+
+
+class StoreError(RuntimeError):
+    """A store that cannot be read or written; the message names the location and the cause."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadEntry:
+    """One workload's profiles plus what was requested when they were built (for `profiles show`)."""
+
+    containers: Mapping[str, ContainerProfile]
+    current: Mapping[str, Mapping[str, Decimal]] = field(default_factory=dict)  # container -> cpu/memory
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileDocument:
+    """A complete set of profiles as one build produced them."""
+
+    workloads: Mapping[WorkloadKey, WorkloadEntry]
+    generated_at: float
+    source: str  # e.g. "prometheus http://prom:9090 window 14d"
+    window: str = "14d"
+
+    def snapshot(self, *, origin: str) -> ProfileSnapshot:
+        profiles = {key: dict(entry.containers) for key, entry in self.workloads.items()}
+        source = f"{origin} ({self.source})"
+        return ProfileSnapshot(profiles=profiles, taken_at=self.generated_at, source=source)
+
+    def namespaces(self) -> set[str]:
+        return {key.namespace for key in self.workloads}
+
+    def only(self, namespace: str) -> ProfileDocument:
+        kept = {key: entry for key, entry in self.workloads.items() if key.namespace == namespace}
+        return ProfileDocument(kept, self.generated_at, self.source, self.window)
+
+
+def merge_documents(documents: Iterable[ProfileDocument], *, source: str) -> ProfileDocument:
+    """Union of documents (later wins per workload); `generated_at` is the oldest, the honest age."""
+    workloads: dict[WorkloadKey, WorkloadEntry] = {}
+    stamps: list[float] = []
+    window = "14d"
+    for document in documents:
+        workloads.update(document.workloads)
+        stamps.append(document.generated_at)
+        window = document.window
+    return ProfileDocument(workloads, min(stamps, default=0.0), source, window)
+
+
+class ProfileStore(Protocol):
+    """Reads and writes whole documents; `write` replaces what the namespaces it covers held."""
+
+    def read(self) -> ProfileDocument: ...
+
+    def write(self, document: ProfileDocument) -> None: ...
+
+    def describe(self) -> str: ...
+
+
+# --- serialisation -----------------------------------------------------------------------------------
+
+
+def _encode_profile(profile: ContainerProfile) -> dict[str, Any]:
+    if isinstance(profile, NoRecommendation):
+        return {"none": profile.reason}
+    ev = profile.evidence
+    out: dict[str, Any] = {
+        "cpu": render_cpu(profile.cpu),
+        "memory": render_bytes(profile.memory),
+        "evidence": {
+            "window": ev.window,
+            "samples": ev.samples,
+            "hours": round(ev.hours, 3),
+            "cpuPercentile": ev.cpu_percentile,
+            "memoryMargin": ev.memory_margin,
+            "confidence": round(ev.confidence, 4),
+            "oomKills": ev.oom_kills,
+        },
+    }
+    if profile.startup_cpu is not None:
+        out["startupCpu"] = render_cpu(profile.startup_cpu)
+    if profile.startup_seconds is not None:
+        out["startupSeconds"] = round(profile.startup_seconds, 1)
+    return out
+
+
+def _decode_profile(data: Any, where: str) -> ContainerProfile:
+    if not isinstance(data, Mapping):
+        raise StoreError(f"{where}: must be an object")
+    if "none" in data:
+        return NoRecommendation(str(data["none"]))
+    try:
+        ev = data["evidence"]
+        evidence = Evidence(
+            window=str(ev["window"]),
+            samples=int(ev["samples"]),
+            hours=float(ev["hours"]),
+            cpu_percentile=float(ev["cpuPercentile"]),
+            memory_margin=float(ev["memoryMargin"]),
+            confidence=float(ev["confidence"]),
+            oom_kills=int(ev.get("oomKills", 0)),
+        )
+        startup_cpu = data.get("startupCpu")
+        startup_seconds = data.get("startupSeconds")
+        return Recommendation(
+            cpu=parse(data["cpu"]),
+            memory=parse(data["memory"]),
+            evidence=evidence,
+            startup_cpu=None if startup_cpu is None else parse(startup_cpu),
+            startup_seconds=None if startup_seconds is None else float(startup_seconds),
+        )
+    except (KeyError, TypeError, ValueError, QuantityError) as exc:
+        raise StoreError(f"{where}: {type(exc).__name__}: {exc}") from None
+
+
+def encode_document(document: ProfileDocument) -> dict[str, Any]:
+    """The versioned JSON form; quantities as the canonical strings the API server prints."""
+    workloads: dict[str, Any] = {}
+    for key in sorted(document.workloads):
+        entry = document.workloads[key]
+        item: dict[str, Any] = {
+            "containers": {name: _encode_profile(p) for name, p in sorted(entry.containers.items())}
+        }
+        if entry.current:
+            item["current"] = {
+                name: {res: render(res, v) for res, v in sorted(req.items())}
+                for name, req in sorted(entry.current.items())
+            }
+        workloads[str(key)] = item
+    return {
+        "apiVersion": f"pod-tailor.io/profiles/v{FORMAT_VERSION}",
+        "generatedAt": document.generated_at,
+        "source": document.source,
+        "window": document.window,
+        "workloads": workloads,
+    }
+
+
+def decode_document(data: Any, *, where: str) -> ProfileDocument:
+    """Parse the JSON form, refusing unknown versions with a message that says which one was found."""
+    if not isinstance(data, Mapping):
+        raise StoreError(f"{where}: not a profile document (expected a JSON object)")
+    version = data.get("apiVersion")
+    if version != f"pod-tailor.io/profiles/v{FORMAT_VERSION}":
+        raise StoreError(f"{where}: unsupported apiVersion {version!r} (this build reads v{FORMAT_VERSION})")
+    workloads: dict[WorkloadKey, WorkloadEntry] = {}
+    for text, item in (data.get("workloads") or {}).items():
+        try:
+            key = WorkloadKey.parse(text)
+        except ValueError:
+            raise StoreError(f"{where}: bad workload key {text!r} (expected ns/Kind/name)") from None
+        containers = {
+            name: _decode_profile(p, f"{where}: {text}/{name}")
+            for name, p in (item.get("containers") or {}).items()
+        }
+        current: dict[str, dict[str, Decimal]] = {}
+        for name, req in (item.get("current") or {}).items():
+            try:
+                current[name] = {res: parse(v) for res, v in req.items()}
+            except QuantityError as exc:
+                raise StoreError(f"{where}: {text}/{name} current: {exc}") from None
+        workloads[key] = WorkloadEntry(containers, current)
+    try:
+        generated_at = float(data.get("generatedAt", 0.0))
+    except (TypeError, ValueError):
+        raise StoreError(f"{where}: generatedAt must be a number") from None
+    source, window = str(data.get("source", "")), str(data.get("window", "14d"))
+    return ProfileDocument(workloads, generated_at, source, window)
+
+
+# --- embedded file backend ---------------------------------------------------------------------------
+
+
+def default_store_path() -> Path:
+    """`$POD_TAILOR_PROFILES`, else `$XDG_DATA_HOME/pod-tailor/profiles.json`, else under ~/.local/share."""
+    explicit = os.environ.get(_ENV)
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "pod-tailor" / "profiles.json"
+
+
+class FileStore:
+    """One local JSON file; writes go to a temp file in the same directory and are renamed over it."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path if path is not None else default_store_path()
+
+    def describe(self) -> str:
+        return f"file {self.path}"
+
+    def exists(self) -> bool:
+        return self.path.exists()
+
+    def read(self) -> ProfileDocument:
+        try:
+            text = self.path.read_bytes()
+        except FileNotFoundError:
+            return ProfileDocument({}, 0.0, "no profiles built yet")
+        except OSError as exc:
+            raise StoreError(f"profile store {self.path}: {exc.strerror}") from None
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise StoreError(f"profile store {self.path}: not valid JSON: {exc}") from None
+        return decode_document(data, where=f"profile store {self.path}")
+
+    def write(self, document: ProfileDocument) -> None:
+        payload = json.dumps(encode_document(document), indent=1, sort_keys=False).encode()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".profiles-", suffix=".tmp", dir=self.path.parent)
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(payload)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                os.replace(tmp, self.path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        except OSError as exc:
+            raise StoreError(f"profile store {self.path}: cannot write: {exc.strerror}") from None
+
+
+def load_snapshot(path: Path | None = None) -> ProfileSnapshot:
+    """The snapshot stored at `path` (default location if None); empty when the file does not exist."""
+    store = FileStore(path)
+    if not store.exists():
+        return ProfileSnapshot(profiles={}, taken_at=0.0, source=f"none (no profiles at {store.path})")
+    return store.read().snapshot(origin=store.describe())
