@@ -1,0 +1,148 @@
+"""One typed, frozen settings object, built once at start-up and passed explicitly.
+
+Every field can come from a command-line option (`--cert-file`) or an environment variable
+(`POD_TAILOR_CERT_FILE`); the option wins, then the variable, then the default. Nothing is read at
+import time. To add a setting, add a field with a default and a `doc` in its metadata: the CLI option,
+the environment variable and the conversion follow from its name and type.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from webhook.core.namespace import Mode
+
+__all__ = ["ENV_PREFIX", "Settings", "SettingsError", "add_arguments", "load_settings"]
+
+ENV_PREFIX = "POD_TAILOR_"
+
+
+class SettingsError(ValueError):
+    """A setting has a value that cannot be used; the message names the option and the variable."""
+
+
+def _doc(text: str) -> dict[str, str]:
+    return {"doc": text}
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    host: str = field(default="0.0.0.0", metadata=_doc("address to listen on"))
+    port: int = field(default=8443, metadata=_doc("HTTPS port"))
+    cert_file: str | None = field(default=None, metadata=_doc("TLS certificate (PEM), reloaded on change"))
+    key_file: str | None = field(default=None, metadata=_doc("TLS private key (PEM), reloaded on change"))
+    policy_file: str | None = field(default=None, metadata=_doc("policy file; unset: the bundled policy"))
+    profiles_path: str | None = field(
+        default=None, metadata=_doc("profile store; unset: the profile store's default location")
+    )
+    default_mode: Mode = field(
+        default=Mode.ENFORCE, metadata=_doc("mode for namespaces not known (yet): enforce, dry-run, off")
+    )
+    log_level: str = field(default="info", metadata=_doc("debug, info, warning or error"))
+    cert_reload_seconds: float = field(
+        default=5.0, metadata=_doc("how often the certificate files are checked for changes")
+    )
+    max_body_bytes: int = field(
+        default=3 * 1024 * 1024, metadata=_doc("larger request bodies get 413 (the API server's own limit)")
+    )
+
+    def __post_init__(self) -> None:
+        if not 0 < self.port < 65536:
+            raise SettingsError(f"port {self.port} is not between 1 and 65535")
+        if (self.cert_file is None) != (self.key_file is None):
+            raise SettingsError("cert_file and key_file must be given together")
+        if self.log_level.lower() not in {"debug", "info", "warning", "error"}:
+            raise SettingsError(f"log_level {self.log_level!r}: use debug, info, warning or error")
+        if self.cert_reload_seconds <= 0:
+            raise SettingsError("cert_reload_seconds must be positive")
+        if self.max_body_bytes <= 0:
+            raise SettingsError("max_body_bytes must be positive")
+
+
+def env_name(name: str) -> str:
+    return ENV_PREFIX + name.upper()
+
+
+def _option(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _field_types() -> dict[str, Any]:
+    return typing.get_type_hints(Settings)
+
+
+def _base_type(annotation: Any) -> Any:
+    """`str | None` -> str; other annotations unchanged."""
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        members = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+        return members[0]
+    return annotation
+
+
+def _convert(name: str, raw: str, annotation: Any, *, source: str) -> Any:
+    base = _base_type(annotation)
+    if base is not annotation and raw == "":
+        return None
+    try:
+        if base is bool:
+            lowered = raw.strip().lower()
+            if lowered in {"1", "true", "yes", "on"}:
+                return True
+            if lowered in {"0", "false", "no", "off"}:
+                return False
+            raise ValueError(raw)
+        if isinstance(base, type) and issubclass(base, Enum):
+            return base(raw)
+        return base(raw)
+    except ValueError:
+        raise SettingsError(f"{source}: {raw!r} is not a valid {name}") from None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """One option per field; defaults are left as None so the environment can fill the gap."""
+    hints = _field_types()
+    for item in dataclasses.fields(Settings):
+        base = _base_type(hints[item.name])
+        default = item.default if item.default is not dataclasses.MISSING else None
+        shown = default.value if isinstance(default, Enum) else default
+        help_text = f"{item.metadata.get('doc', '')} [env {env_name(item.name)}; default {shown}]"
+        if base is bool:
+            parser.add_argument(
+                _option(item.name), dest=item.name, default=None, action=argparse.BooleanOptionalAction,
+                help=help_text,
+            )
+        else:
+            parser.add_argument(_option(item.name), dest=item.name, default=None, metavar=item.name.upper(),
+                                help=help_text)
+
+
+def load_settings(
+    options: Mapping[str, Any] | argparse.Namespace | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+) -> Settings:
+    """Settings from command-line options (None = not given), then `POD_TAILOR_*` variables, then defaults."""
+    given = vars(options) if isinstance(options, argparse.Namespace) else dict(options or {})
+    environment = os.environ if env is None else env
+    hints = _field_types()
+    values: dict[str, Any] = {}
+    for item in dataclasses.fields(Settings):
+        raw = given.get(item.name)
+        if raw is not None:
+            values[item.name] = (
+                _convert(item.name, raw, hints[item.name], source=_option(item.name))
+                if isinstance(raw, str) else raw
+            )
+        elif env_name(item.name) in environment:
+            values[item.name] = _convert(
+                item.name, environment[env_name(item.name)], hints[item.name], source=env_name(item.name)
+            )
+    return Settings(**values)
