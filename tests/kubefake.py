@@ -1,0 +1,672 @@
+"""A small fake Kubernetes API server for tests: real HTTP on loopback, the JSON the real one sends.
+
+Why: our cluster adapters must be tested through the real `kubernetes` client and a real socket
+(list, chunked watch streams, BOOKMARK, ERROR 410, dropped connections), never by patching our own
+modules. The fake keeps one global resourceVersion counter and an event history like etcd does, so
+watches resume from any resourceVersion still in history and get `410 Gone` once it is compacted.
+
+Import it as `from kubefake import FakeKube` from a test package directly under tests/ (a directory
+with an `__init__.py`, e.g. tests/cluster/, puts tests/ itself on sys.path under pytest's default
+import mode). Usage::
+
+    with FakeKube() as kube:                       # starts on a free 127.0.0.1 port
+        kube.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}})
+        path = kube.write_kubeconfig(tmp_path / "kubeconfig")
+        ...
+        kube.bookmark(); kube.compact(); kube.drop_watches(); kube.delete("namespaces", "shop")
+
+Any resource path works: core resources (namespaces, configmaps, limitranges, pods, secrets, ...) are
+registered up front; `kube.register("/apis/pod-tailor.io/v1alpha1", "workloadprofiles", "WorkloadProfile")`
+adds others (custom resources keep `apiVersion`/`kind` on list items, as the real server does).
+Supported: GET (object, list with `limit`/`continue`, `labelSelector` equality, `fieldSelector` on
+metadata.name/metadata.namespace), `watch=1` with `resourceVersion`, `allowWatchBookmarks`,
+`timeoutSeconds`; POST, PUT (optimistic concurrency on resourceVersion), PATCH (merge and JSON patch),
+DELETE; `/version`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import jsonpatch
+import yaml
+
+__all__ = ["FakeKube", "Resource", "status_object", "write_kubeconfig"]
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Resource:
+    prefix: str  # "/api/v1" or "/apis/<group>/<version>"
+    plural: str
+    kind: str
+    namespaced: bool = True
+    custom: bool = False  # custom resources keep apiVersion/kind on list items
+
+    @property
+    def api_version(self) -> str:
+        return "v1" if self.prefix == "/api/v1" else self.prefix.removeprefix("/apis/")
+
+
+_CORE = (
+    Resource("/api/v1", "namespaces", "Namespace", namespaced=False),
+    Resource("/api/v1", "configmaps", "ConfigMap"),
+    Resource("/api/v1", "limitranges", "LimitRange"),
+    Resource("/api/v1", "pods", "Pod"),
+    Resource("/api/v1", "secrets", "Secret"),
+    Resource("/api/v1", "services", "Service"),
+    Resource("/apis/apps/v1", "deployments", "Deployment"),
+    Resource("/apis/apps/v1", "replicasets", "ReplicaSet"),
+    Resource("/apis/coordination.k8s.io/v1", "leases", "Lease"),
+)
+
+
+def status_object(code: int, reason: str, message: str, **details: Any) -> Obj:
+    """The `Status` body the API server sends with errors (and inside a watch ERROR event)."""
+    body: Obj = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
+    if details:
+        body["details"] = details
+    return body
+
+
+@dataclass
+class _Event:
+    rv: int
+    type: str
+    resource: Resource
+    obj: Obj
+
+
+@dataclass
+class _Filter:
+    resource: Resource
+    namespace: str | None  # None: all namespaces
+    name: str | None  # from fieldSelector metadata.name
+    labels: dict[str, str]  # labelSelector equality terms
+
+    def matches(self, resource: Resource, obj: Obj) -> bool:
+        if resource != self.resource:
+            return False
+        meta = obj.get("metadata", {})
+        if self.namespace is not None and meta.get("namespace", "") != self.namespace:
+            return False
+        if self.name is not None and meta.get("name") != self.name:
+            return False
+        obj_labels = meta.get("labels") or {}
+        return all(obj_labels.get(key) == value for key, value in self.labels.items())
+
+
+@dataclass
+class _Watch:
+    filter: _Filter
+    bookmarks: bool
+    connection: socket.socket
+    dropped: bool = False
+
+
+@dataclass
+class FakeKube:
+    """The fake API server; a context manager. All public methods are thread-safe."""
+
+    version: dict[str, str] = field(
+        default_factory=lambda: {
+            "major": "1",
+            "minor": "30",
+            "gitVersion": "v1.30.4",
+            "gitCommit": "a51b3b711150f57ffc1f526a640ec058514ed596",
+            "gitTreeState": "clean",
+            "buildDate": "2024-08-14T19:04:55Z",
+            "goVersion": "go1.22.5",
+            "compiler": "gc",
+            "platform": "linux/amd64",
+        }
+    )
+    token: str = "fake-token"
+    requests: list[tuple[str, str]] = field(default_factory=list)  # (method, path?query), in order
+
+    def __post_init__(self) -> None:
+        self._resources: dict[tuple[str, str], Resource] = {(r.prefix, r.plural): r for r in _CORE}
+        self._objects: dict[tuple[str, str], dict[tuple[str, str], Obj]] = {}
+        self._history: list[_Event] = []
+        self._rv = 100
+        self._compacted = 0  # watches from a resourceVersion below this get 410 Gone
+        self._cond = threading.Condition()
+        self._watches: list[_Watch] = []
+        self._failures: list[tuple[str, int]] = []  # (path prefix, HTTP code), consumed in order
+        self._server: ThreadingHTTPServer | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def start(self) -> FakeKube:
+        server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        server.daemon_threads = True
+        self._server = server
+        threading.Thread(target=server.serve_forever, name="kubefake", daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self.drop_watches()
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> FakeKube:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "FakeKube not started"
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def write_kubeconfig(self, path: str | Path, *, namespace: str = "default") -> Path:
+        return write_kubeconfig(path, server=self.url, token=self.token, namespace=namespace)
+
+    # -- resources -------------------------------------------------------------------------------
+    def register(self, prefix: str, plural: str, kind: str, *, namespaced: bool = True) -> Resource:
+        resource = Resource(prefix, plural, kind, namespaced=namespaced, custom=True)
+        with self._cond:
+            self._resources[(prefix, plural)] = resource
+        return resource
+
+    def resource(self, plural: str, prefix: str | None = None) -> Resource:
+        with self._cond:
+            for (res_prefix, res_plural), resource in self._resources.items():
+                if res_plural == plural and prefix in (None, res_prefix):
+                    return resource
+        raise KeyError(plural)
+
+    @property
+    def resource_version(self) -> int:
+        with self._cond:
+            return self._rv
+
+    # -- state changes (each is one event in history) ------------------------------------------
+    def put(self, obj: Mapping[str, Any], *, plural: str | None = None) -> Obj:
+        """Create or replace an object (ADDED or MODIFIED); returns the stored copy with its new rv."""
+        resource = self._resource_for(obj, plural)
+        with self._cond:
+            return self._store(resource, copy.deepcopy(dict(obj)))
+
+    def delete(self, plural: str, name: str, *, namespace: str = "", prefix: str | None = None) -> Obj:
+        resource = self.resource(plural, prefix)
+        with self._cond:
+            return self._remove(resource, namespace if resource.namespaced else "", name)
+
+    def get(self, plural: str, name: str, *, namespace: str = "", prefix: str | None = None) -> Obj | None:
+        resource = self.resource(plural, prefix)
+        with self._cond:
+            found = self._lookup(resource, namespace, name)
+            return copy.deepcopy(found) if found else None
+
+    def bookmark(self) -> None:
+        """Send a BOOKMARK with the current resourceVersion to every watch that asked for them."""
+        with self._cond:
+            for watch in list(self._watches):
+                if watch.bookmarks:
+                    self._send_event(watch, "BOOKMARK", self._bookmark_object(watch.filter.resource))
+
+    def compact(self) -> int:
+        """Forget history up to now: watches from an older resourceVersion now get `410 Gone`."""
+        with self._cond:
+            self._rv += 1  # the compaction itself moves the revision, as etcd's does
+            self._compacted = self._rv
+            self._history.clear()
+            return self._compacted
+
+    def expire_watches(self) -> None:
+        """Send ERROR 410 to every open watch (the server's cache lost their resourceVersion)."""
+        with self._cond:
+            for watch in list(self._watches):
+                self._send_event(watch, "ERROR", _gone(self._rv, self._rv))
+
+    def drop_watches(self) -> int:
+        """Abruptly close every open watch connection (no terminating chunk); returns how many."""
+        with self._cond:
+            dropped = list(self._watches)
+            for watch in dropped:
+                watch.dropped = True
+                with contextlib.suppress(OSError):
+                    watch.connection.shutdown(socket.SHUT_RDWR)
+            self._watches.clear()
+            self._cond.notify_all()
+            return len(dropped)
+
+    def fail_next(self, path_prefix: str, code: int = 500, *, times: int = 1) -> None:
+        """The next `times` requests whose path starts with `path_prefix` get an error Status."""
+        with self._cond:
+            self._failures.extend([(path_prefix, code)] * times)
+
+    def open_watches(self, plural: str | None = None) -> int:
+        with self._cond:
+            return sum(1 for w in self._watches if plural in (None, w.filter.resource.plural))
+
+    def wait_for_watches(self, count: int, *, plural: str | None = None, timeout: float = 5.0) -> None:
+        """Block until at least `count` watches (of `plural`) are open; a test synchronisation aid."""
+        deadline = time.monotonic() + timeout
+        while self.open_watches(plural) < count:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"expected {count} open watches of {plural or 'any'}")
+            time.sleep(0.01)
+
+    def requests_to(self, fragment: str) -> list[str]:
+        with self._cond:
+            return [path for _, path in self.requests if fragment in path]
+
+    # -- internals (callers hold self._cond) ------------------------------------------------------
+    def _resource_for(self, obj: Mapping[str, Any], plural: str | None) -> Resource:
+        api_version, kind = obj.get("apiVersion", "v1"), obj.get("kind")
+        prefix = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+        with self._cond:
+            for resource in self._resources.values():
+                if resource.prefix == prefix and (resource.plural == plural or resource.kind == kind):
+                    return resource
+        raise KeyError(f"unregistered resource {api_version} {kind}")
+
+    def _store(self, resource: Resource, obj: Obj) -> Obj:
+        meta = obj.setdefault("metadata", {})
+        namespace = meta.get("namespace", "") if resource.namespaced else ""
+        if resource.namespaced:
+            meta["namespace"] = namespace = namespace or "default"
+        key = (namespace, meta["name"])
+        bucket = self._objects.setdefault((resource.prefix, resource.plural), {})
+        old = bucket.get(key)
+        self._rv += 1
+        meta["resourceVersion"] = str(self._rv)
+        meta["uid"] = old["metadata"]["uid"] if old else str(uuid.uuid4())
+        meta["creationTimestamp"] = (
+            old["metadata"]["creationTimestamp"]
+            if old
+            else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        )
+        obj["apiVersion"], obj["kind"] = resource.api_version, resource.kind
+        bucket[key] = obj
+        self._publish(_Event(self._rv, "MODIFIED" if old else "ADDED", resource, copy.deepcopy(obj)))
+        return copy.deepcopy(obj)
+
+    def _remove(self, resource: Resource, namespace: str, name: str) -> Obj:
+        bucket = self._objects.get((resource.prefix, resource.plural), {})
+        obj = bucket.pop((namespace, name))
+        self._rv += 1
+        obj["metadata"]["resourceVersion"] = str(self._rv)
+        self._publish(_Event(self._rv, "DELETED", resource, copy.deepcopy(obj)))
+        return obj
+
+    def _publish(self, event: _Event) -> None:
+        self._history.append(event)
+        for watch in list(self._watches):
+            if watch.filter.matches(event.resource, event.obj):
+                self._send_event(watch, event.type, event.obj)
+
+    def _send_event(self, watch: _Watch, type_: str, obj: Obj) -> None:
+        line = json.dumps({"type": type_, "object": obj}, separators=(",", ":")).encode() + b"\n"
+        try:
+            watch.connection.sendall(b"%x\r\n%s\r\n" % (len(line), line))
+        except OSError:
+            watch.dropped = True
+            if watch in self._watches:
+                self._watches.remove(watch)
+
+    def _bookmark_object(self, resource: Resource) -> Obj:
+        # The real server sends an otherwise empty object of the watched kind.
+        return {
+            "kind": resource.kind,
+            "apiVersion": resource.api_version,
+            "metadata": {"resourceVersion": str(self._rv), "creationTimestamp": None},
+        }
+
+    def _lookup(self, resource: Resource, namespace: str, name: str) -> Obj | None:
+        return self._objects.get((resource.prefix, resource.plural), {}).get((namespace, name))
+
+    def _list(self, selector: _Filter) -> list[Obj]:
+        bucket = self._objects.get((selector.resource.prefix, selector.resource.plural), {})
+        return [
+            copy.deepcopy(obj)
+            for _, obj in sorted(bucket.items())
+            if selector.matches(selector.resource, obj)
+        ]
+
+
+def _gone(requested: int, current: int) -> Obj:
+    return status_object(410, "Expired", f"too old resource version: {requested} ({current})")
+
+
+def _selectors(query: dict[str, list[str]]) -> tuple[str | None, dict[str, str]]:
+    name = None
+    for term in filter(None, ",".join(query.get("fieldSelector", [])).split(",")):
+        key, _, value = term.partition("=")
+        if key == "metadata.name":
+            name = value.lstrip("=")
+    labels = {}
+    for term in filter(None, ",".join(query.get("labelSelector", [])).split(",")):
+        key, _, value = term.partition("=")
+        labels[key.strip()] = value.lstrip("=").strip()
+    return name, labels
+
+
+def _field_namespace(query: dict[str, list[str]]) -> str | None:
+    for term in filter(None, ",".join(query.get("fieldSelector", [])).split(",")):
+        key, _, value = term.partition("=")
+        if key == "metadata.namespace":
+            return value.lstrip("=")
+    return None
+
+
+def _handler_for(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
+    class Handler(_Handler):
+        fake = kube
+
+    return Handler
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    fake: FakeKube
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    # -- plumbing --------------------------------------------------------------------------------
+    def _send_json(self, code: int, body: Obj) -> None:
+        data = json.dumps(body, separators=(",", ":")).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Audit-Id", str(uuid.uuid4()))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _error(self, code: int, reason: str, message: str, **details: Any) -> None:
+        self._send_json(code, status_object(code, reason, message, **details))
+
+    def _not_found(self, resource: Resource, name: str) -> None:
+        self._error(404, "NotFound", f'{resource.plural} "{name}" not found', name=name, kind=resource.plural)
+
+    def _body(self) -> Any:
+        length = int(self.headers.get("Content-Length") or 0)
+        return json.loads(self.rfile.read(length) or b"null")
+
+    def _route(self) -> tuple[Resource | None, str | None, str | None, dict[str, list[str]]]:
+        """Map a path to (resource, namespace or None for all, object name or None, query)."""
+        split = urlsplit(self.path)
+        query = parse_qs(split.query)
+        parts = [p for p in split.path.split("/") if p]
+        prefix_len = 2 if parts[:1] == ["api"] else 3
+        prefix, rest = "/" + "/".join(parts[:prefix_len]), parts[prefix_len:]
+        namespace: str | None = None
+        if len(rest) >= 3 and rest[0] == "namespaces":
+            namespace, rest = rest[1], rest[2:]
+        resources = self.fake._resources
+        if not rest or (prefix, rest[0]) not in resources or len(rest) > 2:
+            return None, None, None, query
+        resource = resources[(prefix, rest[0])]
+        if namespace is None:
+            namespace = _field_namespace(query)
+        return resource, namespace, rest[1] if len(rest) == 2 else None, query
+
+    def _pre(self, method: str) -> bool:
+        """Record the request, apply auth and injected failures; False if already answered."""
+        fake = self.fake
+        with fake._cond:
+            fake.requests.append((method, self.path))
+            failure = next((f for f in fake._failures if self.path.startswith(f[0])), None)
+            if failure:
+                fake._failures.remove(failure)
+        if fake.token and self.headers.get("Authorization") != f"Bearer {fake.token}":
+            self._error(401, "Unauthorized", "Unauthorized")
+            return False
+        if failure:
+            self._error(failure[1], "InternalError", f"injected failure {failure[1]}")
+            return False
+        return True
+
+    # -- verbs -------------------------------------------------------------------------------------
+    def do_GET(self) -> None:
+        if not self._pre("GET"):
+            return
+        if urlsplit(self.path).path.rstrip("/") == "/version":
+            self._send_json(200, self.fake.version)
+            return
+        resource, namespace, name, query = self._route()
+        if resource is None:
+            self._error(404, "NotFound", "the server could not find the requested resource")
+            return
+        if name is not None:
+            with self.fake._cond:
+                found = self.fake._lookup(resource, namespace or "", name)
+                found = copy.deepcopy(found) if found else None
+            if found is None:
+                self._not_found(resource, name)
+            else:
+                self._send_json(200, found)
+            return
+        if query.get("watch", ["false"])[0] in ("1", "true"):
+            self._watch(resource, namespace, query)
+        else:
+            self._list_response(resource, namespace, query)
+
+    def _list_response(self, resource: Resource, namespace: str | None, query: dict[str, list[str]]) -> None:
+        name, labels = _selectors(query)
+        with self.fake._cond:
+            items, rv = self.fake._list(_Filter(resource, namespace, name, labels)), self.fake._rv
+        start = int(query.get("continue", ["0"])[0] or 0)
+        limit = int(query.get("limit", ["0"])[0] or 0)
+        page = items[start : start + limit] if limit else items[start:]
+        if not resource.custom:
+            for item in page:
+                item.pop("apiVersion", None)
+                item.pop("kind", None)
+        metadata: Obj = {"resourceVersion": str(rv)}
+        if limit and start + limit < len(items):
+            metadata["continue"] = str(start + limit)
+            metadata["remainingItemCount"] = len(items) - start - limit
+        self._send_json(
+            200,
+            {
+                "kind": f"{resource.kind}List",
+                "apiVersion": resource.api_version,
+                "metadata": metadata,
+                "items": page,
+            },
+        )
+
+    def _watch(self, resource: Resource, namespace: str | None, query: dict[str, list[str]]) -> None:
+        fake = self.fake
+        name, labels = _selectors(query)
+        raw_rv = query.get("resourceVersion", [""])[0]
+        timeout = float(query.get("timeoutSeconds", ["0"])[0] or 0) or None
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Audit-Id", str(uuid.uuid4()))
+        self.end_headers()
+        self.wfile.flush()
+        selector = _Filter(resource, namespace, name, labels)
+        watch = _Watch(selector, query.get("allowWatchBookmarks", [""])[0] == "true", self.connection)
+        with fake._cond:
+            if raw_rv in ("", "0"):
+                # No resourceVersion: synthetic ADDED events for the current state, then live changes.
+                for obj in fake._list(selector):
+                    fake._send_event(watch, "ADDED", obj)
+            elif int(raw_rv) < fake._compacted:
+                fake._send_event(watch, "ERROR", _gone(int(raw_rv), fake._rv))
+                self._end_stream()
+                return
+            else:
+                for event in fake._history:
+                    if event.rv > int(raw_rv) and selector.matches(event.resource, event.obj):
+                        fake._send_event(watch, event.type, event.obj)
+            fake._watches.append(watch)
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while not watch.dropped and watch in fake._watches:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    fake._watches.remove(watch)
+                    break
+                fake._cond.wait(min(remaining, 0.2) if remaining is not None else 0.2)
+        if not watch.dropped:
+            self._end_stream()
+        else:
+            self.close_connection = True
+
+    def _end_stream(self) -> None:
+        try:
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except OSError:
+            self.close_connection = True
+
+    def do_POST(self) -> None:
+        if not self._pre("POST"):
+            return
+        resource, namespace, name, _ = self._route()
+        body = self._body()
+        if resource is None or name is not None or not isinstance(body, dict):
+            self._error(405 if resource else 404, "MethodNotAllowed", "cannot POST here")
+            return
+        meta = body.setdefault("metadata", {})
+        if resource.namespaced:
+            meta["namespace"] = namespace or meta.get("namespace") or "default"
+        with self.fake._cond:
+            bucket = self.fake._objects.get((resource.prefix, resource.plural), {})
+            if (meta.get("namespace", ""), meta.get("name")) in bucket:
+                self._error(
+                    409,
+                    "AlreadyExists",
+                    f'{resource.plural} "{meta.get("name")}" already exists',
+                    name=meta.get("name"),
+                    kind=resource.plural,
+                )
+                return
+            stored = self.fake._store(resource, body)
+        self._send_json(201, stored)
+
+    def do_PUT(self) -> None:
+        if not self._pre("PUT"):
+            return
+        resource, namespace, name, _ = self._route()
+        body = self._body()
+        if resource is None or name is None or not isinstance(body, dict):
+            self._error(404, "NotFound", "the server could not find the requested resource")
+            return
+        meta = body.setdefault("metadata", {})
+        if resource.namespaced:
+            meta["namespace"] = namespace or "default"
+        with self.fake._cond:
+            current = self.fake._lookup(resource, namespace or "", name)
+            wanted = meta.get("resourceVersion")
+            if current is not None and wanted and wanted != current["metadata"]["resourceVersion"]:
+                self._error(
+                    409,
+                    "Conflict",
+                    f'Operation cannot be fulfilled on {resource.plural} "{name}": the object has been '
+                    "modified; please apply your changes to the latest version and try again",
+                    name=name,
+                    kind=resource.plural,
+                )
+                return
+            if current is None:
+                self._not_found(resource, name)
+                return
+            stored = self.fake._store(resource, body)
+        self._send_json(200, stored)
+
+    def do_PATCH(self) -> None:
+        if not self._pre("PATCH"):
+            return
+        resource, namespace, name, _ = self._route()
+        body = self._body()
+        if resource is None or name is None:
+            self._error(404, "NotFound", "the server could not find the requested resource")
+            return
+        with self.fake._cond:
+            current = self.fake._lookup(resource, namespace or "", name)
+            if current is None:
+                self._not_found(resource, name)
+                return
+            if "json-patch" in (self.headers.get("Content-Type") or ""):
+                patched = jsonpatch.apply_patch(copy.deepcopy(current), body)
+            else:
+                patched = _merge(copy.deepcopy(current), body)
+            stored = self.fake._store(resource, patched)
+        self._send_json(200, stored)
+
+    def do_DELETE(self) -> None:
+        if not self._pre("DELETE"):
+            return
+        resource, namespace, name, _ = self._route()
+        if resource is None or name is None:
+            self._error(404, "NotFound", "the server could not find the requested resource")
+            return
+        with self.fake._cond:
+            try:
+                removed = self.fake._remove(resource, namespace or "", name)
+            except KeyError:
+                self._not_found(resource, name)
+                return
+        self._send_json(200, removed)
+
+
+def _merge(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch (also used for strategic merge patches of plain maps)."""
+    if not isinstance(patch, dict):
+        return patch
+    if not isinstance(target, dict):
+        target = {}
+    for key, value in patch.items():
+        if value is None:
+            target.pop(key, None)
+        else:
+            target[key] = _merge(target.get(key), value)
+    return target
+
+
+def write_kubeconfig(
+    path: str | Path, *, server: str, token: str = "fake-token", namespace: str = "default"
+) -> Path:
+    """Write a kubeconfig with one context pointing at `server` (token auth); returns the path."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "fake", "cluster": {"server": server}}],
+        "users": [{"name": "fake", "user": {"token": token}}],
+        "contexts": [
+            {"name": "fake", "context": {"cluster": "fake", "user": "fake", "namespace": namespace}}
+        ],
+        "current-context": "fake",
+        "preferences": {},
+    }
+    target = Path(path)
+    target.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return target
+
+
+def iter_events(lines: Iterator[bytes]) -> Iterator[Obj]:
+    """Parse a watch stream's lines (for tests that read the fake directly)."""
+    for line in lines:
+        if line.strip():
+            yield json.loads(line)
