@@ -25,7 +25,7 @@ def parse(value: object) -> Decimal:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise QuantityError(f"not a quantity: {value!r}")
     try:
-        return Decimal(parse_quantity(value))
+        return Decimal(parse_quantity(value))  # type: ignore[no-untyped-call]
     except (ValueError, ArithmeticError) as exc:
         raise QuantityError(f"not a quantity: {value!r}") from exc
 

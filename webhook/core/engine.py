@@ -1,0 +1,165 @@
+"""The engine: one Pod in, the patch that fills in what its author left out (and why) out.
+
+Pure: no I/O, no clock, no framework. Run on its own output it returns an empty patch, so the API
+server may reinvoke it (reinvocationPolicy IfNeeded).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from webhook.core.decision import Decision, Injection
+from webhook.core.explain import explanation
+from webhook.core.facts import ClusterFacts
+from webhook.core.namespace import NamespaceSettings
+from webhook.core.patch import PatchBuilder
+from webhook.core.pod import (
+    INJECTED_ANNOTATION,
+    PROBE_PATH_ANNOTATION,
+    containers,
+    exclusions,
+    is_long_running,
+    limit_ranger_marks,
+    malformed,
+    serving_port,
+)
+from webhook.core.policy import FEATURES, Policy
+from webhook.core.probes import probe_container
+from webhook.core.profile import WorkloadProfiles
+from webhook.core.resources import size_container
+from webhook.core.shutdown import existing_sleep, grace_period, is_windows, pre_stop
+from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
+from webhook.core.workload import WorkloadKey, pod_workload
+
+__all__ = ["decide", "tailor"]
+
+
+def _pod_level_resources(pod: Mapping[str, Any]) -> frozenset[str]:
+    """Resources the author sized for the Pod as a whole (spec.resources): containers share that budget."""
+    pod_resources = pod["spec"].get("resources")
+    if not isinstance(pod_resources, Mapping):
+        return frozenset()
+    names: set[str] = set()
+    for section in ("requests", "limits"):
+        if isinstance(pod_resources.get(section), Mapping):
+            names.update(str(key) for key in pod_resources[section])
+    return frozenset(names)
+
+
+def tailor(
+    pod: Mapping[str, Any],
+    *,
+    policy: Policy,
+    profiles: WorkloadProfiles,
+    facts: ClusterFacts,
+    workload: WorkloadKey | None = None,
+) -> Decision:
+    """Decide what to inject into `pod` under `policy`, using `profiles` (container name -> profile)."""
+    problem = malformed(pod)
+    if problem is not None:
+        return Decision(skipped=f"not a usable Pod: {problem}", policy=policy.name)
+    label = str(workload) if workload else ""
+    opt_out = exclusions(pod)
+    if opt_out.skip_pod:
+        return Decision(skipped="pod label pod-tailor.io/skip=true", policy=policy.name, workload=label)
+    unknown = opt_out.features - set(FEATURES)
+    warnings = (
+        [f"unknown feature(s) in pod-tailor.io/exclude: {', '.join(sorted(unknown))}"] if unknown else []
+    )
+    features = policy.features - opt_out.features
+    patch = PatchBuilder(pod)
+    injections: list[Injection] = []
+    marks, pod_level = limit_ranger_marks(pod), _pod_level_resources(pod)
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    path_annotation = annotations.get(PROBE_PATH_ANNOTATION)
+    if path_annotation is not None and not (
+        isinstance(path_annotation, str) and path_annotation.startswith("/")
+    ):
+        warnings.append(f"ignored {PROBE_PATH_ANNOTATION}={path_annotation!r}: not an absolute path")
+        path_annotation = None
+    serving_pod, windows = is_long_running(pod), is_windows(pod)
+    sleeps: list[int] = []
+    injected_sleep = False
+    for ref in containers(pod):
+        if ref.name in opt_out.containers:
+            continue
+        profile = profiles.get(ref.name)
+        if "resources" in features:
+            added, notes = size_container(
+                ref,
+                policy=policy,
+                profile=profile,
+                limit_ranges=facts.limit_ranges,
+                limit_ranger_marks=marks,
+                pod_level=pod_level,
+                patch=patch,
+            )
+            injections += added
+            warnings += notes
+        if ref.group != "containers" or not serving_pod or serving_port(ref.body) is None:
+            continue
+        if "probes" in features:
+            injections += probe_container(
+                ref, policy=policy, path_annotation=path_annotation, profile=profile, patch=patch
+            )
+        if "preStop" in features:
+            injection, warning = pre_stop(ref, policy=policy, facts=facts, windows=windows, patch=patch)
+            if injection is not None:
+                injections.append(injection)
+                injected_sleep = True
+                sleeps.append(policy.pre_stop_seconds)
+            if warning:
+                warnings.append(warning)
+    if injected_sleep and "gracePeriod" in features:
+        sleeps += [seconds for ref in containers(pod) if (seconds := existing_sleep(ref.body)) is not None]
+        grace = grace_period(pod, policy=policy, longest_sleep=max(sleeps), patch=patch)
+        if grace is not None:
+            injections.append(grace)
+    if not injections:
+        return Decision(warnings=tuple(warnings), policy=policy.name, workload=label)
+    previous = annotations.get(INJECTED_ANNOTATION)
+    text = explanation(
+        injections,
+        policy=policy.name,
+        workload=label,
+        previous=previous if isinstance(previous, str) else None,
+    )
+    patch.set(("metadata", "annotations", INJECTED_ANNOTATION), text)
+    return Decision(
+        ops=patch.ops,
+        injections=tuple(injections),
+        warnings=tuple(warnings),
+        policy=policy.name,
+        workload=label,
+    )
+
+
+def decide(
+    pod: Mapping[str, Any], *, namespace: str, cluster: ClusterSnapshot, profiles: ProfileSnapshot
+) -> tuple[NamespaceSettings, Decision]:
+    """Resolve the namespace's settings, facts and the workload's profiles from snapshots, then `tailor`."""
+    settings = cluster.settings_for(namespace)
+    policy = cluster.policies.get(settings.policy)
+    notes = [settings.note] if settings.note else []
+    if policy is None:
+        notes.append(f"unknown policy {settings.policy!r}; used default")
+        policy = cluster.policies.policies["default"]
+    workload = pod_workload(pod, namespace) if malformed(pod) is None else None
+    decision = tailor(
+        pod,
+        policy=policy,
+        profiles=profiles.for_workload(workload) if workload else {},
+        facts=cluster.facts_for(namespace),
+        workload=workload,
+    )
+    if notes:
+        decision = Decision(
+            ops=decision.ops,
+            injections=decision.injections,
+            warnings=(*notes, *decision.warnings),
+            skipped=decision.skipped,
+            policy=decision.policy,
+            workload=decision.workload,
+        )
+    return settings, decision

@@ -1,0 +1,27 @@
+"""The `pod-tailor.io/injected` annotation: every injected value with where it came from.
+
+One line a container, so `kubectl get pod -o yaml` reads like:
+    policy=default workload=shop/Deployment/cart
+    app: requests.cpu=250m (profile: p95 usage over 14d, 20160 samples, 336h); ...
+    pod: terminationGracePeriodSeconds=35 (was 30; preStop 5s + drain 30s (policy default))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from webhook.core.decision import Injection
+
+__all__ = ["explanation"]
+
+
+def explanation(injections: Iterable[Injection], *, policy: str, workload: str, previous: str | None) -> str:
+    by_target: dict[str, list[str]] = {}
+    for injection in injections:
+        by_target.setdefault(injection.target, []).append(injection.describe())
+    lines = [f"{target}: " + "; ".join(parts) for target, parts in by_target.items()]
+    if previous:
+        # A reinvocation added more: keep what the first pass explained.
+        return "\n".join([previous.rstrip("\n"), *lines])
+    header = f"policy={policy}" + (f" workload={workload}" if workload else "")
+    return "\n".join([header, *lines])

@@ -1,0 +1,70 @@
+"""JSON Patch built while deciding, never by diffing: every op is known to apply to the Pod it was built on.
+
+Diffing with `jsonpatch.make_patch` costs most of a request; instead the builder walks the real Pod for
+each value it sets, adds a missing parent once as a whole object, and folds later values under that
+parent into the same op.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from webhook.core.decision import PatchOp
+
+__all__ = ["PatchBuilder", "pointer"]
+
+Path = tuple[str | int, ...]
+
+
+def pointer(path: Path) -> str:
+    """RFC 6901 pointer for `path`, escaping `~` and `/` in keys (`pod-tailor.io~1injected`)."""
+    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in path)
+
+
+class PatchBuilder:
+    """Collects ops against one Pod; `set` is safe to call for any path whose lists already exist."""
+
+    def __init__(self, pod: Mapping[str, Any]) -> None:
+        self._pod = pod
+        self._ops: list[PatchOp] = []
+        self._created: dict[Path, dict[str, Any]] = {}  # objects this patch adds, by path
+
+    @property
+    def ops(self) -> tuple[PatchOp, ...]:
+        return tuple(self._ops)
+
+    def set(self, path: Path, value: Any) -> None:
+        """Set `path` to `value`: `add` for a new member, `replace` for an existing one."""
+        node: Any = self._pod
+        for depth, key in enumerate(path[:-1]):
+            prefix = path[: depth + 1]
+            if prefix in self._created:
+                self._fill(self._created[prefix], path[depth + 1 :], value, prefix)
+                return
+            child = node[key] if isinstance(key, int) else node.get(key)
+            if child is None:
+                new = self._build(path[depth + 1 :], value, prefix)
+                self._ops.append({"op": "add", "path": pointer(prefix), "value": new})
+                return
+            node = child
+        last = path[-1]
+        exists = isinstance(node, Mapping) and last in node and node[last] is not None
+        self._ops.append({"op": "replace" if exists else "add", "path": pointer(path), "value": value})
+
+    def _build(self, keys: Path, value: Any, at: Path) -> dict[str, Any]:
+        """A new object at `at` holding `value` under `keys`; every level is remembered for later fills."""
+        root: dict[str, Any] = {}
+        self._created[at] = root
+        self._fill(root, keys, value, at)
+        return root
+
+    def _fill(self, target: dict[str, Any], keys: Path, value: Any, at: Path) -> None:
+        for depth, key in enumerate(keys[:-1]):
+            child = target.get(str(key))
+            if child is None:
+                child = {}
+                target[str(key)] = child
+                self._created[at + keys[: depth + 1]] = child
+            target = child
+        target[str(keys[-1])] = value

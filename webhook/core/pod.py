@@ -1,0 +1,154 @@
+"""Reading a Pod as the API server sends it: containers, opt-outs, LimitRanger marks, serving ports."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from webhook import PREFIX
+
+__all__ = [
+    "EXCLUDE_ANNOTATION",
+    "EXCLUDE_CONTAINERS_ANNOTATION",
+    "INJECTED_ANNOTATION",
+    "LIMIT_RANGER_ANNOTATION",
+    "PROBE_PATH_ANNOTATION",
+    "SKIP_LABEL",
+    "ContainerRef",
+    "containers",
+    "exclusions",
+    "is_long_running",
+    "limit_ranger_marks",
+    "malformed",
+    "serving_port",
+]
+
+SKIP_LABEL = PREFIX + "skip"
+EXCLUDE_ANNOTATION = PREFIX + "exclude"  # e.g. "probes,preStop"
+EXCLUDE_CONTAINERS_ANNOTATION = PREFIX + "exclude-containers"  # e.g. "istio-proxy,log-shipper"
+PROBE_PATH_ANNOTATION = PREFIX + "probe-path"  # e.g. "/healthz": httpGet probes instead of tcpSocket
+INJECTED_ANNOTATION = PREFIX + "injected"
+LIMIT_RANGER_ANNOTATION = "kubernetes.io/limit-ranger"
+
+# "LimitRanger plugin set: cpu, memory request for container app; cpu limit for init container setup"
+_LIMIT_RANGER_PART = re.compile(
+    r"(?P<resources>[\w./-]+(?:, [\w./-]+)*) (?P<kind>request|limit) for (?:init )?container (?P<name>\S+)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerRef:
+    """A container and where it sits, so patch paths can be built without searching again."""
+
+    group: str  # "containers" | "initContainers"
+    index: int
+    body: Mapping[str, Any]
+
+    @property
+    def name(self) -> str:
+        return str(self.body.get("name", ""))
+
+    @property
+    def path(self) -> tuple[str | int, ...]:
+        return ("spec", self.group, self.index)
+
+    @property
+    def is_native_sidecar(self) -> bool:
+        return self.group == "initContainers" and self.body.get("restartPolicy") == "Always"
+
+
+def malformed(pod: object) -> str | None:
+    """Why this object cannot be treated as a Pod, or None. Checked before any rule runs."""
+    if not isinstance(pod, Mapping):
+        return "object is not a JSON object"
+    if not isinstance(pod.get("metadata", {}), Mapping):
+        return "metadata is not an object"
+    spec = pod.get("spec")
+    if not isinstance(spec, Mapping):
+        return "spec is missing or not an object"
+    for group in ("containers", "initContainers"):
+        items = spec.get(group, [])
+        if items is None:
+            continue
+        if not isinstance(items, list) or not all(isinstance(item, Mapping) for item in items):
+            return f"spec.{group} is not a list of objects"
+        for item in items:
+            for key in ("resources", "lifecycle", "readinessProbe", "livenessProbe", "startupProbe"):
+                if item.get(key) is not None and not isinstance(item[key], Mapping):
+                    return f"spec.{group}[].{key} is not an object"
+            if not isinstance(item.get("ports", []) or [], list):
+                return f"spec.{group}[].ports is not a list"
+    if not spec.get("containers"):
+        return "spec.containers is empty"
+    return None
+
+
+def containers(pod: Mapping[str, Any]) -> Iterator[ContainerRef]:
+    """Regular and init containers (native sidecars included); ephemeral containers never."""
+    spec = pod["spec"]
+    for group in ("initContainers", "containers"):
+        for index, body in enumerate(spec.get(group) or ()):
+            yield ContainerRef(group, index, body)
+
+
+def is_long_running(pod: Mapping[str, Any]) -> bool:
+    """Pods that serve until stopped; Job and CronJob Pods (restartPolicy Never/OnFailure) do not."""
+    if pod["spec"].get("restartPolicy", "Always") != "Always":
+        return False
+    owners = (pod.get("metadata") or {}).get("ownerReferences") or ()
+    return not any(isinstance(ref, Mapping) and ref.get("kind") == "Job" for ref in owners)
+
+
+def serving_port(container: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The port a probe should target: one named `http`/`http-*`, else the first TCP port."""
+    tcp = [
+        port
+        for port in container.get("ports") or ()
+        if isinstance(port, Mapping)
+        and port.get("protocol", "TCP") == "TCP"
+        and isinstance(port.get("containerPort"), int)
+    ]
+    for port in tcp:
+        name = str(port.get("name", ""))
+        if name == "http" or name.startswith("http-"):
+            return port
+    return tcp[0] if tcp else None
+
+
+def _csv(value: object) -> frozenset[str]:
+    if not isinstance(value, str):
+        return frozenset()
+    return frozenset(part.strip() for part in value.split(",") if part.strip())
+
+
+@dataclass(frozen=True, slots=True)
+class Exclusions:
+    skip_pod: bool
+    features: frozenset[str]
+    containers: frozenset[str]
+
+
+def exclusions(pod: Mapping[str, Any]) -> Exclusions:
+    """The Pod's own opt-outs: the skip label, excluded features and excluded containers."""
+    metadata = pod.get("metadata") or {}
+    labels, annotations = metadata.get("labels") or {}, metadata.get("annotations") or {}
+    return Exclusions(
+        skip_pod=str(labels.get(SKIP_LABEL, "")).lower() == "true",
+        features=_csv(annotations.get(EXCLUDE_ANNOTATION)),
+        containers=_csv(annotations.get(EXCLUDE_CONTAINERS_ANNOTATION)),
+    )
+
+
+def limit_ranger_marks(pod: Mapping[str, Any]) -> frozenset[tuple[str, str, str]]:
+    """(container, "request"|"limit", resource) triples that LimitRanger filled in, from its annotation."""
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    text = annotations.get(LIMIT_RANGER_ANNOTATION)
+    if not isinstance(text, str):
+        return frozenset()
+    marks = set()
+    for match in _LIMIT_RANGER_PART.finditer(text):
+        for resource in match["resources"].split(", "):
+            marks.add((match["name"], match["kind"], resource))
+    return frozenset(marks)

@@ -1,0 +1,226 @@
+"""Requests and limits for one container: from a confident profile, else the policy, within every bound.
+
+Bounds, in order: the policy's min/max, the namespace's LimitRange min/max and maxLimitRequestRatio (so
+the Pod is not rejected after us), and a limit the person set (a request never exceeds it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
+from typing import Any
+
+from webhook.core.decision import Injection
+from webhook.core.facts import LimitRangeItem
+from webhook.core.patch import PatchBuilder
+from webhook.core.pod import ContainerRef
+from webhook.core.policy import LimitMode, LimitRangerMode, Policy, ResourcePolicy
+from webhook.core.profile import ContainerProfile, Recommendation
+from webhook.core.quantity import QuantityError, parse, render
+
+__all__ = ["Bounds", "container_bounds", "size_container", "usable_recommendation"]
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """The tightest LimitRange constraints for one resource of a container."""
+
+    min: Decimal | None = None
+    max: Decimal | None = None
+    max_ratio: Decimal | None = None
+
+
+def container_bounds(items: Sequence[LimitRangeItem], resource: str) -> Bounds:
+    mins = [item.min[resource] for item in items if item.type == "Container" and resource in item.min]
+    maxes = [item.max[resource] for item in items if item.type == "Container" and resource in item.max]
+    ratios = [
+        item.max_limit_request_ratio[resource]
+        for item in items
+        if item.type == "Container" and resource in item.max_limit_request_ratio
+    ]
+    return Bounds(max(mins, default=None), min(maxes, default=None), min(ratios, default=None))
+
+
+def usable_recommendation(profile: ContainerProfile | None, policy: Policy) -> Recommendation | None:
+    if not policy.use_profiles or not isinstance(profile, Recommendation):
+        return None
+    return profile if profile.evidence.confidence >= policy.min_confidence else None
+
+
+def _round(resource: str, value: Decimal, *, up: bool) -> Decimal:
+    step = Decimal("0.001") if resource == "cpu" else Decimal(1)
+    return (value / step).to_integral_value(rounding=ROUND_CEILING if up else ROUND_FLOOR) * step
+
+
+def _profile_source(resource: str, rec: Recommendation) -> str:
+    ev = rec.evidence
+    basis = (
+        f"p{ev.cpu_percentile:g} usage"
+        if resource == "cpu"
+        else f"peak +{ev.memory_margin * 100:g}%" + (f", {ev.oom_kills} OOM kill(s)" if ev.oom_kills else "")
+    )
+    return f"profile: {basis} over {ev.window}, {ev.samples} samples, {ev.hours:.0f}h"
+
+
+def _fallback_source(policy: Policy, profile: ContainerProfile | None, recommended: bool) -> str:
+    source = f"policy {policy.name} default"
+    if recommended or profile is None:
+        return source
+    if isinstance(profile, Recommendation):
+        return f"{source}; profile confidence {profile.evidence.confidence:.2f} < {policy.min_confidence}"
+    return f"{source}; no profile: {profile.reason}"
+
+
+def _read(section: object, resource: str) -> tuple[Decimal | None, str | None]:
+    """(value, None), (None, None) when absent, or (None, raw) when present but unreadable."""
+    if not isinstance(section, Mapping) or section.get(resource) is None:
+        return None, None
+    try:
+        return parse(section[resource]), None
+    except QuantityError:
+        return None, str(section[resource])
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    value: Decimal
+    source: str
+    from_profile: bool
+
+
+def _candidate(
+    resource: str, *, rules: ResourcePolicy, policy: Policy, profile: ContainerProfile | None
+) -> _Candidate:
+    rec = usable_recommendation(profile, policy)
+    if rec is not None and resource in ("cpu", "memory"):
+        value = rec.cpu if resource == "cpu" else rec.memory
+        return _Candidate(value, _profile_source(resource, rec), True)
+    return _Candidate(rules.request, _fallback_source(policy, profile, False), False)
+
+
+def _may_replace(mode: LimitRangerMode, *, from_profile: bool) -> bool:
+    return mode is LimitRangerMode.REPLACE or (mode is LimitRangerMode.REPLACE_WITH_PROFILE and from_profile)
+
+
+def size_container(
+    ref: ContainerRef,
+    *,
+    policy: Policy,
+    profile: ContainerProfile | None,
+    limit_ranges: Sequence[LimitRangeItem],
+    limit_ranger_marks: frozenset[tuple[str, str, str]],
+    pod_level: frozenset[str],
+    patch: PatchBuilder,
+) -> tuple[list[Injection], list[str]]:
+    """Fill what is missing in one container's requests and limits; returns injections and warnings."""
+    injections: list[Injection] = []
+    warnings: list[str] = []
+    resources: Mapping[str, Any] = ref.body.get("resources") or {}
+    for resource, rules in policy.resources.items():
+        if resource in pod_level:
+            continue
+        request, bad_request = _read(resources.get("requests"), resource)
+        limit, bad_limit = _read(resources.get("limits"), resource)
+        if bad_request or bad_limit:
+            warnings.append(
+                f"{ref.name}: {resource} value {bad_request or bad_limit!r} unreadable; left alone"
+            )
+            continue
+        candidate = _candidate(resource, rules=rules, policy=policy, profile=profile)
+        replaceable = _may_replace(policy.limit_ranger, from_profile=candidate.from_profile)
+        request_is_ours = request is None or (
+            replaceable and (ref.name, "request", resource) in limit_ranger_marks
+        )
+        limit_is_ours = limit is None or (
+            replaceable
+            and rules.limit is not LimitMode.NONE
+            and (ref.name, "limit", resource) in limit_ranger_marks
+        )
+        if not request_is_ours and not limit_is_ours:
+            continue
+        bounds = container_bounds(limit_ranges, resource)
+        new_request, request_note = (
+            _bounded_request(resource, candidate.value, rules=rules, bounds=bounds)
+            if request_is_ours
+            else (request, "")
+        )
+        assert new_request is not None
+        fixed_limit = None if limit_is_ours else limit
+        if request_is_ours and fixed_limit is not None and new_request > fixed_limit:
+            warnings.append(
+                f"{ref.name}: {resource} request capped at its limit {render(resource, fixed_limit)}"
+            )
+            new_request, request_note = fixed_limit, f"{request_note}; capped at limit"
+        new_limit, limit_note = (
+            _bounded_limit(resource, new_request, rules=rules, bounds=bounds, profile=profile, policy=policy)
+            if limit_is_ours
+            else (None, "")
+        )
+        base = (*ref.path, "resources")
+        if request_is_ours and new_request != request:
+            patch.set((*base, "requests", resource), render(resource, new_request))
+            injections.append(
+                Injection(
+                    ref.name,
+                    f"requests.{resource}",
+                    render(resource, new_request),
+                    candidate.source + request_note,
+                )
+            )
+        if new_limit is not None and new_limit != limit:
+            patch.set((*base, "limits", resource), render(resource, new_limit))
+            injections.append(
+                Injection(ref.name, f"limits.{resource}", render(resource, new_limit), limit_note)
+            )
+    return injections, warnings
+
+
+def _bounded_request(
+    resource: str, value: Decimal, *, rules: ResourcePolicy, bounds: Bounds
+) -> tuple[Decimal, str]:
+    note = ""
+    if value < rules.min:
+        value, note = rules.min, "; raised to policy min"
+    elif value > rules.max:
+        value, note = rules.max, "; lowered to policy max"
+    if bounds.min is not None and value < bounds.min:
+        value, note = bounds.min, "; raised to LimitRange min"
+    if bounds.max is not None and value > bounds.max:
+        value, note = bounds.max, "; lowered to LimitRange max"
+    return _round(resource, value, up=True), note
+
+
+def _bounded_limit(
+    resource: str,
+    request: Decimal,
+    *,
+    rules: ResourcePolicy,
+    bounds: Bounds,
+    profile: ContainerProfile | None,
+    policy: Policy,
+) -> tuple[Decimal | None, str]:
+    if rules.limit is LimitMode.NONE:
+        return None, ""
+    if rules.limit is LimitMode.EQUAL:
+        value, note = request, f"= request (policy {policy.name}: Guaranteed)"
+    else:
+        value, note = request * rules.limit_ratio, f"{rules.limit_ratio:g} x request (policy {policy.name})"
+    rec = usable_recommendation(profile, policy)
+    if (
+        resource == "cpu"
+        and policy.startup_cpu_in_limit
+        and rec
+        and rec.startup_cpu
+        and rec.startup_cpu > value
+    ):
+        value, note = rec.startup_cpu, f"start-up CPU peak from profile over {rec.evidence.window}"
+    value = _round(resource, value, up=True)
+    if bounds.max is not None and value > bounds.max:
+        value, note = bounds.max, f"{note}; lowered to LimitRange max"
+    if bounds.max_ratio is not None and value > request * bounds.max_ratio:
+        value = max(request, _round(resource, request * bounds.max_ratio, up=False))
+        note = f"{note}; lowered to LimitRange maxLimitRequestRatio {bounds.max_ratio:g}"
+    if bounds.min is not None and value < bounds.min:
+        value, note = bounds.min, f"{note}; raised to LimitRange min"
+    return max(value, request), note
