@@ -53,6 +53,20 @@ class Settings:
     max_body_bytes: int = field(
         default=3 * 1024 * 1024, metadata=_doc("larger request bodies get 413 (the API server's own limit)")
     )
+    # Cluster watches (webhook/cluster/).
+    watch_cluster: bool = field(
+        default=True, metadata=_doc("watch namespaces, LimitRanges and the policy ConfigMap when a cluster is found")
+    )
+    kubeconfig: str | None = field(
+        default=None, metadata=_doc("kubeconfig to use; unset: in-cluster, then $KUBECONFIG, then ~/.kube/config")
+    )
+    namespace: str = field(default="pod-tailor", metadata=_doc("pod-tailor's own namespace (policy ConfigMap)"))
+    policy_configmap: str = field(
+        default="pod-tailor-policy", metadata=_doc("ConfigMap whose policy.yaml key overrides the policy file")
+    )
+    resync_seconds: float = field(
+        default=300.0, metadata=_doc("watch length before resuming, and server version refresh period")
+    )
 
     def __post_init__(self) -> None:
         if not 0 < self.port < 65536:
@@ -65,6 +79,8 @@ class Settings:
             raise SettingsError("cert_reload_seconds must be positive")
         if self.max_body_bytes <= 0:
             raise SettingsError("max_body_bytes must be positive")
+        if self.resync_seconds < 1:
+            raise SettingsError("resync_seconds must be at least 1")
 
 
 def env_name(name: str) -> str:
