@@ -55,14 +55,16 @@ class Settings:
     )
     # Cluster watches (webhook/cluster/).
     watch_cluster: bool = field(
-        default=True, metadata=_doc("watch namespaces, LimitRanges and the policy ConfigMap when a cluster is found")
+        default=True, metadata=_doc("watch Namespaces, LimitRanges, the policy ConfigMap (if a cluster)")
     )
     kubeconfig: str | None = field(
-        default=None, metadata=_doc("kubeconfig to use; unset: in-cluster, then $KUBECONFIG, then ~/.kube/config")
+        default=None, metadata=_doc("kubeconfig; unset: in-cluster, then $KUBECONFIG, then ~/.kube/config")
     )
-    namespace: str = field(default="pod-tailor", metadata=_doc("pod-tailor's own namespace (policy ConfigMap)"))
+    namespace: str = field(
+        default="pod-tailor", metadata=_doc("pod-tailor's own namespace (policy ConfigMap)")
+    )
     policy_configmap: str = field(
-        default="pod-tailor-policy", metadata=_doc("ConfigMap whose policy.yaml key overrides the policy file")
+        default="pod-tailor-policy", metadata=_doc("ConfigMap whose policy.yaml overrides the policy file")
     )
     resync_seconds: float = field(
         default=300.0, metadata=_doc("watch length before resuming, and server version refresh period")
