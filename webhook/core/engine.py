@@ -28,7 +28,7 @@ from webhook.core.policy import FEATURES, Policy
 from webhook.core.probes import probe_container
 from webhook.core.profile import WorkloadProfiles
 from webhook.core.resources import size_container
-from webhook.core.shutdown import existing_sleep, grace_period, is_windows, pre_stop
+from webhook.core.shutdown import existing_sleep, grace_period, grace_set_by_person, is_windows, pre_stop
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
 from webhook.core.workload import WorkloadKey, pod_workload
 
@@ -79,8 +79,8 @@ def tailor(
         warnings.append(f"ignored {PROBE_PATH_ANNOTATION}={path_annotation!r}: not an absolute path")
         path_annotation = None
     serving_pod, windows = is_long_running(pod), is_windows(pod)
+    personal_grace = grace_set_by_person(pod)
     sleeps: list[int] = []
-    injected_sleep = False
     for ref in containers(pod):
         if ref.name in opt_out.containers:
             continue
@@ -104,18 +104,21 @@ def tailor(
                 ref, policy=policy, path_annotation=path_annotation, profile=profile, patch=patch
             )
         if "preStop" in features:
-            injection, warning = pre_stop(ref, policy=policy, facts=facts, windows=windows, patch=patch)
+            injection, seconds, warning = pre_stop(
+                ref, policy=policy, facts=facts, windows=windows, grace=personal_grace, patch=patch
+            )
             if injection is not None:
                 injections.append(injection)
-                injected_sleep = True
-                sleeps.append(policy.pre_stop_seconds)
+                sleeps.append(seconds)
             if warning:
                 warnings.append(warning)
-    if injected_sleep and "gracePeriod" in features:
-        sleeps += [seconds for ref in containers(pod) if (seconds := existing_sleep(ref.body)) is not None]
-        grace = grace_period(pod, policy=policy, longest_sleep=max(sleeps), patch=patch)
+    if sleeps and "gracePeriod" in features:
+        sleeps += [found for ref in containers(pod) if (found := existing_sleep(ref.body)) is not None]
+        grace, warning = grace_period(pod, policy=policy, longest_sleep=max(sleeps), patch=patch)
         if grace is not None:
             injections.append(grace)
+        if warning:
+            warnings.append(warning)
     if not injections:
         return Decision(warnings=tuple(warnings), policy=policy.name, workload=label)
     previous = annotations.get(INJECTED_ANNOTATION)
@@ -136,16 +139,25 @@ def tailor(
 
 
 def decide(
-    pod: Mapping[str, Any], *, namespace: str, cluster: ClusterSnapshot, profiles: ProfileSnapshot
+    pod: Mapping[str, Any],
+    *,
+    namespace: str,
+    cluster: ClusterSnapshot,
+    profiles: ProfileSnapshot,
+    workload: WorkloadKey | None = None,
 ) -> tuple[NamespaceSettings, Decision]:
-    """Resolve the namespace's settings, facts and the workload's profiles from snapshots, then `tailor`."""
+    """Resolve the namespace's settings, facts and the workload's profiles from snapshots, then `tailor`.
+
+    `workload` defaults to the Pod's own owner chain; the preview passes the manifest's workload.
+    """
     settings = cluster.settings_for(namespace)
     policy = cluster.policies.get(settings.policy)
     notes = [settings.note] if settings.note else []
     if policy is None:
         notes.append(f"unknown policy {settings.policy!r}; used default")
         policy = cluster.policies.policies["default"]
-    workload = pod_workload(pod, namespace) if malformed(pod) is None else None
+    if workload is None and malformed(pod) is None:
+        workload = pod_workload(pod, namespace)
     decision = tailor(
         pod,
         policy=policy,

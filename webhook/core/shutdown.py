@@ -15,7 +15,17 @@ from webhook.core.patch import PatchBuilder
 from webhook.core.pod import ContainerRef
 from webhook.core.policy import Policy, VersionUnknown
 
-__all__ = ["existing_sleep", "grace_period", "is_windows", "pre_stop"]
+__all__ = ["DEFAULT_GRACE", "existing_sleep", "grace_period", "grace_set_by_person", "is_windows", "pre_stop"]
+
+DEFAULT_GRACE = 30  # what API defaulting fills in; a person's 30 cannot be told apart from it
+
+
+def grace_set_by_person(pod: Mapping[str, Any]) -> int | None:
+    """The grace period when it can only have come from a person (any value but the default 30)."""
+    current = pod["spec"].get("terminationGracePeriodSeconds")
+    if isinstance(current, bool) or not isinstance(current, int) or current == DEFAULT_GRACE:
+        return None
+    return current
 
 
 def is_windows(pod: Mapping[str, Any]) -> bool:
@@ -47,17 +57,31 @@ def existing_sleep(container: Mapping[str, Any]) -> int | None:
 
 
 def pre_stop(
-    ref: ContainerRef, *, policy: Policy, facts: ClusterFacts, windows: bool, patch: PatchBuilder
-) -> tuple[Injection | None, str | None]:
-    """Add a preStop sleep to a serving container without a preStop hook; returns (injection, warning)."""
+    ref: ContainerRef,
+    *,
+    policy: Policy,
+    facts: ClusterFacts,
+    windows: bool,
+    grace: int | None,
+    patch: PatchBuilder,
+) -> tuple[Injection | None, int, str | None]:
+    """Add a preStop sleep to a serving container without a preStop hook.
+
+    Returns (injection, seconds slept, warning). `grace` is a grace period a person set: it is kept,
+    and the pause takes half of it at most.
+    """
     lifecycle = ref.body.get("lifecycle") or {}
     if lifecycle.get("preStop") is not None:
-        return None, None
-    seconds = policy.pre_stop_seconds
+        return None, 0, None
+    seconds, fitted = policy.pre_stop_seconds, ""
+    if grace is not None and seconds * 2 > grace:
+        if grace < 2:
+            return None, 0, f"{ref.name}: no preStop sleep: the Pod's grace period is {grace}s"
+        seconds, fitted = grace // 2, f"; shortened to half the Pod's grace period of {grace}s"
     native = facts.supports_native_sleep()
     if native is None:
         if policy.when_version_unknown is VersionUnknown.SKIP:
-            return None, None
+            return None, 0, None
         native = policy.when_version_unknown is VersionUnknown.NATIVE
         version = f"cluster version unknown, policy {policy.name} says {policy.when_version_unknown.value}"
     else:
@@ -71,27 +95,36 @@ def pre_stop(
         how = "exec /bin/sleep (no native sleep before 1.30)"
     else:
         reason = "Windows node" if windows else f"policy {policy.name} forbids exec"
-        return None, f"{ref.name}: no preStop sleep: cluster lacks native sleep and {reason}"
+        return None, 0, f"{ref.name}: no preStop sleep: cluster lacks native sleep and {reason}"
     patch.set((*ref.path, "lifecycle", "preStop"), hook)
-    return Injection(
-        ref.name, "preStop", f"sleep {seconds}s", f"{how}, {version}; policy {policy.name}"
-    ), None
+    source = f"{how}, {version}; policy {policy.name}{fitted}"
+    return Injection(ref.name, "preStop", f"sleep {seconds}s", source), seconds, None
 
 
 def grace_period(
     pod: Mapping[str, Any], *, policy: Policy, longest_sleep: int, patch: PatchBuilder
-) -> Injection | None:
-    """Raise terminationGracePeriodSeconds to the longest preStop sleep plus the drain; never lower it."""
+) -> tuple[Injection | None, str | None]:
+    """Raise the default grace period to the longest preStop sleep plus the drain; never lower it.
+
+    A value other than the default was set by a person and stays, with a warning if it is short.
+    """
     needed = longest_sleep + policy.drain_seconds
-    current = pod["spec"].get("terminationGracePeriodSeconds")
-    current_value = current if isinstance(current, int) and not isinstance(current, bool) else 30
-    if current_value >= needed:
-        return None
+    personal = grace_set_by_person(pod)
+    if personal is not None:
+        if personal >= needed:
+            return None, None
+        return None, (
+            f"terminationGracePeriodSeconds {personal}s (set in the Pod) leaves {personal - longest_sleep}s"
+            f" after the preStop sleep; policy drain is {policy.drain_seconds}s"
+        )
+    if needed <= DEFAULT_GRACE:
+        return None, None
     patch.set(("spec", "terminationGracePeriodSeconds"), needed)
+    current_value = DEFAULT_GRACE
     return Injection(
         "pod",
         "terminationGracePeriodSeconds",
         str(needed),
         f"was {current_value}; preStop {longest_sleep}s + drain {policy.drain_seconds}s"
         f" (policy {policy.name})",
-    )
+    ), None
