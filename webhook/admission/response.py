@@ -1,0 +1,46 @@
+"""Building AdmissionReview answers the API server accepts (uid echoed, base64 JSON Patch)."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import orjson
+
+from webhook.admission.review import API_VERSION, KIND
+
+__all__ = ["bad_request_body", "encode_patch", "review_answer"]
+
+
+def encode_patch(ops: Sequence[Mapping[str, Any]]) -> str:
+    """RFC 6902 operations as the base64 JSON array the API server expects in `response.patch`."""
+    return base64.b64encode(orjson.dumps(list(ops))).decode("ascii")
+
+
+def review_answer(
+    uid: str,
+    *,
+    ops: Sequence[Mapping[str, Any]] = (),
+    warnings: Sequence[str] = (),
+    audit: Mapping[str, str] | None = None,
+) -> bytes:
+    """An allowing AdmissionReview answer; pod-tailor never denies a Pod."""
+    response: dict[str, Any] = {"uid": uid, "allowed": True}
+    if ops:
+        response["patchType"] = "JSONPatch"
+        response["patch"] = encode_patch(ops)
+    if warnings:
+        response["warnings"] = list(warnings)
+    if audit:
+        response["auditAnnotations"] = dict(audit)
+    return orjson.dumps({"apiVersion": API_VERSION, "kind": KIND, "response": response})
+
+
+def bad_request_body(message: str, uid: str | None) -> bytes:
+    """The body of a 400: an AdmissionReview carrying the uid when it was readable, else `detail`."""
+    if uid is None:
+        return orjson.dumps({"detail": message})
+    status = {"code": 400, "reason": "BadRequest", "message": message}
+    response = {"uid": uid, "allowed": True, "status": status}
+    return orjson.dumps({"apiVersion": API_VERSION, "kind": KIND, "response": response})

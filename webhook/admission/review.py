@@ -1,0 +1,133 @@
+"""Reading an AdmissionReview (admission.k8s.io/v1) request body into a typed `Review`.
+
+Parsing never raises: anything the API server would not send comes back as `BadRequest` with a
+message a person can act on and, when it could be read, the request uid (so the answer can carry it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from webhook.core.pod import malformed
+
+__all__ = ["API_VERSION", "BadRequest", "Review", "parse_review"]
+
+API_VERSION = "admission.k8s.io/v1"
+KIND = "AdmissionReview"
+
+
+@dataclass(frozen=True, slots=True)
+class BadRequest:
+    """Input that is not an AdmissionReview we can answer; `uid` is set when it was readable."""
+
+    message: str
+    uid: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Review:
+    """The parts of `request` the webhook acts on.
+
+    `obj` is `request.object`, validated as a Pod only when the review is a Pod CREATE (`is_pod_create`);
+    for anything else it is whatever was sent (possibly None) and is never looked at.
+    """
+
+    uid: str
+    group: str
+    kind: str
+    operation: str
+    sub_resource: str
+    namespace: str
+    name: str
+    obj: Any
+    dry_run: bool
+
+    @property
+    def is_pod_create(self) -> bool:
+        pod = self.group == "" and self.kind == "Pod"
+        return pod and self.operation == "CREATE" and not self.sub_resource
+
+
+def _string(request: Mapping[str, Any], key: str, uid: str | None) -> str | BadRequest:
+    value = request.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        return BadRequest(f"request.{key} must be a string, got {type(value).__name__}", uid)
+    return value
+
+
+def _check_pod(obj: Any, uid: str) -> BadRequest | None:
+    """A Pod object the engine can work on (the engine's own `malformed` check decides what that is)."""
+    if not isinstance(obj, dict):
+        return BadRequest("request.object must be a Pod object for a Pod CREATE", uid)
+    if obj.get("kind", "Pod") != "Pod" or obj.get("apiVersion", "v1") != "v1":
+        return BadRequest(
+            f"request.object is a {obj.get('apiVersion')}/{obj.get('kind')}, not a v1/Pod", uid
+        )
+    problem = malformed(obj)
+    return None if problem is None else BadRequest(f"request.object is not a usable Pod: {problem}", uid)
+
+
+def parse_review(body: bytes) -> Review | BadRequest:
+    """Validate an AdmissionReview request body; never raises."""
+    try:
+        document = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        return BadRequest(f"body is not JSON: {exc}")
+    if not isinstance(document, dict):
+        return BadRequest(f"body is a JSON {type(document).__name__}, not an AdmissionReview object")
+    request = document.get("request")
+    uid_value = request.get("uid") if isinstance(request, dict) else None
+    uid = uid_value if isinstance(uid_value, str) and uid_value else None
+    if document.get("kind") != KIND or document.get("apiVersion") != API_VERSION:
+        return BadRequest(
+            f"expected kind {KIND} and apiVersion {API_VERSION}, got kind {document.get('kind')!r} "
+            f"and apiVersion {document.get('apiVersion')!r}",
+            uid,
+        )
+    if not isinstance(request, dict):
+        return BadRequest("AdmissionReview has no request object")
+    if uid is None:
+        return BadRequest("request.uid is missing or not a non-empty string")
+    kind = request.get("kind")
+    if not isinstance(kind, dict) or not isinstance(kind.get("kind"), str):
+        return BadRequest("request.kind must be an object with a string kind", uid)
+    group = kind.get("group", "")
+    if not isinstance(group, str):
+        return BadRequest("request.kind.group must be a string", uid)
+    fields: dict[str, str] = {}
+    for key in ("operation", "subResource", "namespace", "name"):
+        value = _string(request, key, uid)
+        if isinstance(value, BadRequest):
+            return value
+        fields[key] = value
+    if not fields["operation"]:
+        return BadRequest("request.operation is missing", uid)
+    dry_run = request.get("dryRun", False)
+    if dry_run is None:
+        dry_run = False
+    if not isinstance(dry_run, bool):
+        return BadRequest("request.dryRun must be a boolean", uid)
+    review = Review(
+        uid=uid,
+        group=group,
+        kind=kind["kind"],
+        operation=fields["operation"],
+        sub_resource=fields["subResource"],
+        namespace=fields["namespace"],
+        name=fields["name"],
+        obj=request.get("object"),
+        dry_run=dry_run,
+    )
+    if review.is_pod_create:
+        problem = _check_pod(review.obj, uid)
+        if problem is not None:
+            return problem
+        if not review.namespace:
+            return BadRequest("request.namespace is missing for a Pod CREATE", uid)
+    return review

@@ -1,0 +1,69 @@
+"""Prometheus metrics of one app, in its own registry (several apps can live in one test process)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from webhook.admission import Answer, ErrorReason, Outcome
+from webhook.state import State
+
+__all__ = ["Metrics"]
+
+# Admission answers take well under a millisecond; the API server's timeout is 10 s by default.
+_BUCKETS = (0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 2.5, 10.0)
+
+
+class Metrics:
+    def __init__(self, state: State) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.requests = Counter(
+            "pod_tailor_admission_requests", "Admission requests answered, by outcome.", ["outcome"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "pod_tailor_admission_duration_seconds", "Time to answer an admission request (in the app).",
+            buckets=_BUCKETS, registry=self.registry,
+        )
+        self.injections = Counter(
+            "pod_tailor_injections",
+            "Values injected, by field; applied=false for namespace dry-run mode and request.dryRun.",
+            ["field", "applied"], registry=self.registry,
+        )
+        self.errors = Counter(
+            "pod_tailor_errors", "Requests that failed, by reason.", ["reason"], registry=self.registry
+        )
+        self.snapshot_age = Gauge(
+            "pod_tailor_snapshot_age_seconds", "Seconds since each snapshot was taken (0: never).",
+            ["snapshot"], registry=self.registry,
+        )
+        for name in state.ages():
+            self.snapshot_age.labels(name).set_function(_age_of(state, name))
+        # Show every series from the start, so rate() and absent() work before the first event.
+        for outcome in Outcome:
+            self.requests.labels(outcome.value)
+        for reason in ErrorReason:
+            self.errors.labels(reason.value)
+
+    def record(self, answer: Answer, seconds: float) -> None:
+        self.requests.labels(answer.outcome.value).inc()
+        self.latency.observe(seconds)
+        if answer.error is not None:
+            self.errors.labels(answer.error.value).inc()
+        if answer.injections:
+            applied = "true" if answer.applied else "false"
+            for injection in answer.injections:
+                self.injections.labels(_field_kind(injection.field), applied).inc()
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+def _age_of(state: State, name: str) -> Callable[[], float]:
+    return lambda: state.ages()[name]
+
+
+def _field_kind(field: str) -> str:
+    """Bounded label values: `requests.cpu`, `readinessProbe`, ... (no container names)."""
+    return field.split(" ", 1)[0][:64]

@@ -1,0 +1,16 @@
+"""Which background refreshers the server runs; each feature adds its own here.
+
+Refreshers keep the snapshots the admission path reads fresh (see `Refresher` in webhook/state.py).
+"""
+
+from __future__ import annotations
+
+from webhook.settings import Settings
+from webhook.state import Refresher
+
+__all__ = ["build_refreshers"]
+
+
+def build_refreshers(settings: Settings) -> list[Refresher]:
+    refreshers: list[Refresher] = []
+    return refreshers
