@@ -34,7 +34,7 @@ LIMIT_RANGER_ANNOTATION = "kubernetes.io/limit-ranger"
 
 # "LimitRanger plugin set: cpu, memory request for container app; cpu limit for init container setup"
 _LIMIT_RANGER_PART = re.compile(
-    r"(?P<resources>[\w./-]+(?:, [\w./-]+)*) (?P<kind>request|limit) for (?:init )?container (?P<name>\S+)"
+    r"(?P<resources>[\w./-]+(?:, [\w./-]+)*) (?P<kind>request|limit) for (?:init )?container (?P<name>[^\s;]+)"
 )
 
 

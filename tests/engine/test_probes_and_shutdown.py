@@ -1,0 +1,178 @@
+"""Probes, the preStop sleep and the grace period, for serving containers of long-running Pods."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from tests.engine.podkit import container, first, pod, policy, run
+from tests.engine.test_resources import recommendation
+from webhook.core.facts import ClusterFacts
+from webhook.core.pod import INJECTED_ANNOTATION, PROBE_PATH_ANNOTATION
+
+TCP_8080 = {"tcpSocket": {"port": 8080}}
+
+
+class TestWhichContainersGetProbes:
+    @pytest.mark.parametrize(
+        ("subject", "probed"),
+        [
+            pytest.param(pod(container()), True, id="deployment pod with a port"),
+            pytest.param(pod(container(ports=())), False, id="no ports"),
+            pytest.param(
+                pod(container(ports=({"containerPort": 53, "protocol": "UDP"},))), False, id="udp only"
+            ),
+            pytest.param(pod(container(), restart="Never", owner=("Job", "migrate")), False, id="job pod"),
+            pytest.param(
+                pod(container(), restart="OnFailure", owner=("Job", "nightly-29012345")), False, id="cronjob"
+            ),
+            pytest.param(pod(container(), hostNetwork=True), True, id="hostNetwork pod"),
+            pytest.param(pod(container(), owner=None), True, id="bare pod"),
+        ],
+    )
+    def test_only_serving_containers_of_long_running_pods_get_probes_and_a_pre_stop_sleep(
+        self, subject: dict[str, Any], probed: bool
+    ) -> None:
+        _, result = run(subject)
+        body = first(result)
+        assert ("readinessProbe" in body) is probed
+        assert ("lifecycle" in body) is probed
+
+    def test_init_containers_and_native_sidecars_get_no_probes(self) -> None:
+        sidecar = container("proxy", ports=(15001,), restartPolicy="Always")
+        _, result = run(pod(container(), init=[sidecar]))
+        assert "readinessProbe" not in first(result, "initContainers")
+        assert "lifecycle" not in first(result, "initContainers")
+
+
+class TestProbeShape:
+    @pytest.mark.parametrize(
+        ("ports", "expected_port"),
+        [
+            ((9090, {"containerPort": 8080, "name": "http", "protocol": "TCP"}), 8080),
+            (
+                (
+                    {"containerPort": 9090, "name": "metrics", "protocol": "TCP"},
+                    {"containerPort": 8443, "name": "http-tls"},
+                ),
+                8443,
+            ),
+            (({"containerPort": 53, "protocol": "UDP"}, 5432), 5432),
+        ],
+    )
+    def test_the_probe_targets_a_port_named_http_else_the_first_tcp_port(
+        self, ports: tuple[Any, ...], expected_port: int
+    ) -> None:
+        _, result = run(pod(container(ports=ports)))
+        assert first(result)["readinessProbe"]["tcpSocket"] == {"port": expected_port}
+
+    def test_readiness_and_startup_are_added_and_liveness_only_when_the_policy_enables_it(self) -> None:
+        _, plain = run(pod(container()))
+        _, live = run(pod(container()), using=policy("probes:\n  liveness: {enabled: true}"))
+        assert {"readinessProbe", "startupProbe"} <= set(first(plain)) and "livenessProbe" not in first(plain)
+        assert first(live)["livenessProbe"]["successThreshold"] == 1
+        assert first(plain)["startupProbe"]["successThreshold"] == 1
+
+    def test_a_probe_path_from_the_pod_annotation_makes_http_probes(self) -> None:
+        _, result = run(pod(container(), annotations={PROBE_PATH_ANNOTATION: "/healthz"}))
+        assert first(result)["readinessProbe"]["httpGet"] == {
+            "path": "/healthz",
+            "port": 8080,
+            "scheme": "HTTP",
+        }
+
+    def test_a_probe_path_from_the_policy_makes_http_probes(self) -> None:
+        _, result = run(pod(container()), using=policy("probes: {httpPath: /ready}"))
+        assert first(result)["readinessProbe"]["httpGet"]["path"] == "/ready"
+
+    def test_an_existing_probe_is_kept_and_its_check_reused_for_the_missing_ones(self) -> None:
+        liveness = {
+            "exec": {"command": ["/bin/health"]},
+            "periodSeconds": 20,
+            "timeoutSeconds": 1,
+            "successThreshold": 1,
+            "failureThreshold": 3,
+        }
+        _, result = run(pod(container(livenessProbe=liveness)))
+        body = first(result)
+        assert body["livenessProbe"] == liveness
+        assert body["readinessProbe"]["exec"] == {"command": ["/bin/health"]}
+        assert (
+            "same check as the container's livenessProbe"
+            in result["metadata"]["annotations"][INJECTED_ANNOTATION]
+        )
+
+    def test_the_startup_budget_covers_twice_the_observed_start_up(self) -> None:
+        profile = recommendation(startup_cpu=Decimal(2), startup_seconds=400)
+        _, result = run(pod(container()), profiles={"app": profile})
+        startup = first(result)["startupProbe"]
+        assert startup["periodSeconds"] * startup["failureThreshold"] >= 800
+
+
+class TestPreStopSleep:
+    @pytest.mark.parametrize(
+        ("facts", "policy_text", "expected"),
+        [
+            (ClusterFacts(server_version=(1, 30)), "", {"sleep": {"seconds": 5}}),
+            (ClusterFacts(server_version=(1, 29)), "", {"exec": {"command": ["/bin/sleep", "5"]}}),
+            (ClusterFacts(), "", {"sleep": {"seconds": 5}}),
+            (
+                ClusterFacts(),
+                "preStop: {whenVersionUnknown: exec}",
+                {"exec": {"command": ["/bin/sleep", "5"]}},
+            ),
+            (ClusterFacts(), "preStop: {whenVersionUnknown: skip}", None),
+            (ClusterFacts(server_version=(1, 28)), "preStop: {allowExec: false}", None),
+        ],
+    )
+    def test_the_sleep_is_native_from_1_30_else_an_exec_sleep_if_allowed(
+        self, facts: ClusterFacts, policy_text: str, expected: dict[str, Any] | None
+    ) -> None:
+        _, result = run(pod(container()), using=policy(policy_text), facts=facts)
+        assert first(result).get("lifecycle", {}).get("preStop") == expected
+
+    def test_windows_pods_get_no_exec_sleep(self) -> None:
+        subject = pod(container(), nodeSelector={"kubernetes.io/os": "windows"})
+        decision, result = run(subject, facts=ClusterFacts(server_version=(1, 29)))
+        assert "lifecycle" not in first(result)
+        assert any("Windows" in warning for warning in decision.warnings)
+
+    def test_an_existing_pre_stop_hook_is_kept(self) -> None:
+        hook = {"preStop": {"httpGet": {"path": "/drain", "port": 8080}}}
+        _, result = run(pod(container(lifecycle=dict(hook))))
+        assert first(result)["lifecycle"] == hook
+
+    def test_other_lifecycle_hooks_stay_beside_the_new_pre_stop(self) -> None:
+        post_start = {"exec": {"command": ["/warm"]}}
+        _, result = run(pod(container(lifecycle={"postStart": post_start})))
+        assert first(result)["lifecycle"] == {"postStart": post_start, "preStop": {"sleep": {"seconds": 5}}}
+
+
+class TestGracePeriod:
+    @pytest.mark.parametrize(
+        ("grace", "expected"),
+        [(30, 35), (None, 35), (120, 120), (10, 10)],
+    )
+    def test_the_default_grace_period_covers_sleep_plus_drain_and_a_persons_value_stays(
+        self, grace: int | None, expected: int
+    ) -> None:
+        _, result = run(pod(container(), grace=grace))
+        assert result["spec"]["terminationGracePeriodSeconds"] == expected
+
+    def test_a_short_grace_period_set_by_a_person_shortens_the_sleep_to_half_of_it(self) -> None:
+        decision, result = run(pod(container(), grace=6))
+        assert first(result)["lifecycle"]["preStop"] == {"sleep": {"seconds": 3}}
+        assert any("leaves 3s after the preStop sleep" in warning for warning in decision.warnings)
+
+    def test_the_longest_existing_sleep_counts_toward_the_grace_period(self) -> None:
+        sidecar = container(
+            "envoy", ports=(9901,), lifecycle={"preStop": {"exec": {"command": ["sh", "-c", "sleep 20"]}}}
+        )
+        _, result = run(pod(container(), sidecar))
+        assert result["spec"]["terminationGracePeriodSeconds"] == 50
+
+    def test_no_grace_change_without_a_new_sleep(self) -> None:
+        _, result = run(pod(container(ports=())))
+        assert result["spec"]["terminationGracePeriodSeconds"] == 30
