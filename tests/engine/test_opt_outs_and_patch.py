@@ -109,7 +109,8 @@ class TestPatchShape:
     def test_missing_annotations_are_added_as_one_whole_object(self) -> None:
         decision, _ = run(pod(container()))
         op = next(op for op in decision.ops if op["path"].startswith("/metadata"))
-        assert op["path"] == "/metadata/annotations" and set(op["value"]) == {INJECTED_ANNOTATION}
+        assert op["path"] == "/metadata/annotations"
+        assert set(op["value"]) == {INJECTED_ANNOTATION}
 
     def test_values_under_one_missing_parent_share_a_single_add(self) -> None:
         builder = PatchBuilder({"spec": {"containers": [{"name": "a"}]}})

@@ -71,7 +71,8 @@ class TestProbeShape:
     def test_readiness_and_startup_are_added_and_liveness_only_when_the_policy_enables_it(self) -> None:
         _, plain = run(pod(container()))
         _, live = run(pod(container()), using=policy("probes:\n  liveness: {enabled: true}"))
-        assert {"readinessProbe", "startupProbe"} <= set(first(plain)) and "livenessProbe" not in first(plain)
+        assert {"readinessProbe", "startupProbe"} <= set(first(plain))
+        assert "livenessProbe" not in first(plain)
         assert first(live)["livenessProbe"]["successThreshold"] == 1
         assert first(plain)["startupProbe"]["successThreshold"] == 1
 

@@ -78,14 +78,16 @@ class TestMissingValuesAreFilled:
         self, mode: str, ratio: int, expected: dict[str, str]
     ) -> None:
         custom = policy(
-            f"resources:\n  cpu: {{limit: {mode}, limitRatio: {ratio}}}\n  memory: {{limit: {mode}, limitRatio: {ratio}}}"
+            f"resources:\n  cpu: {{limit: {mode}, limitRatio: {ratio}}}\n"
+            f"  memory: {{limit: {mode}, limitRatio: {ratio}}}"
         )
         _, result = run(pod(container()), using=custom)
         assert first(result)["resources"]["limits"] == expected
 
     def test_ephemeral_storage_is_managed_only_when_the_policy_names_it(self) -> None:
         custom = policy(
-            "resources:\n  ephemeral-storage: {request: 1Gi, min: 1Mi, max: 100Gi, limit: ratio, limitRatio: 4}"
+            "resources:\n"
+            "  ephemeral-storage: {request: 1Gi, min: 1Mi, max: 100Gi, limit: ratio, limitRatio: 4}"
         )
         _, plain = run(pod(container()))
         _, with_storage = run(pod(container()), using=custom)
@@ -117,7 +119,7 @@ class TestEveryKindOfContainer:
 
 class TestProfiles:
     def test_a_confident_profile_sizes_the_requests_and_is_explained(self) -> None:
-        decision, result = run(pod(container()), profiles={"app": recommendation()})
+        _, result = run(pod(container()), profiles={"app": recommendation()})
         assert first(result)["resources"]["requests"] == {"cpu": "250m", "memory": "300Mi"}
         assert first(result)["resources"]["limits"] == {"memory": "600Mi"}
         text = result["metadata"]["annotations"][INJECTED_ANNOTATION]
@@ -169,7 +171,10 @@ class TestProfiles:
 class TestLimitRangerValues:
     def _limit_ranged(self) -> dict[str, Any]:
         body = container(requests={"cpu": "500m", "memory": "1Gi"}, limits={"cpu": "2", "memory": "2Gi"})
-        marks = "LimitRanger plugin set: cpu, memory request for container app; cpu, memory limit for container app"
+        marks = (
+            "LimitRanger plugin set: cpu, memory request for container app;"
+            " cpu, memory limit for container app"
+        )
         return pod(body, annotations={LIMIT_RANGER_ANNOTATION: marks})
 
     @pytest.mark.parametrize(
