@@ -1,0 +1,238 @@
+"""Prometheus -> strategy -> store: one profile build.
+
+A build issues a fixed handful of queries for the whole scope (all namespaces, or the ones named):
+owners, OOM kills, current requests, CPU quantiles, memory peaks and two small start-up range
+queries. When Prometheus refuses a query for loading too many samples, that query's time span is
+halved and asked again, so a large cluster costs a few more queries, never one per Pod.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from webhook.core.profile import ContainerProfile
+from webhook.core.workload import WorkloadKey
+from webhook.profiles import queries
+from webhook.profiles.identity import Owners
+from webhook.profiles.prometheus import Prometheus, Sample, TooManySamplesError
+from webhook.profiles.store import ProfileDocument, WorkloadEntry
+from webhook.profiles.strategy import ContainerHistory, SeriesStats, StrategySettings, recommend
+
+__all__ = ["BuildResult", "BuildSettings", "build_profiles"]
+
+Progress = Callable[[str], None]
+_SeriesId = tuple[str, str, str]  # namespace, pod, container
+_MIN_SLICE = 3600
+
+
+@dataclass(frozen=True, slots=True)
+class BuildSettings:
+    """What to read from Prometheus; the strategy decides what the numbers mean."""
+
+    window: str = "14d"  # how much history to read
+    step: str = "1m"  # resolution of the usage series (subquery and range step)
+    rate_window: str = "5m"  # the `rate()` window over the CPU counter (>= 2 scrape intervals)
+    namespaces: tuple[str, ...] = ()  # empty: every namespace
+    strategy: StrategySettings = field(default_factory=StrategySettings)
+
+    def __post_init__(self) -> None:
+        for name in ("window", "step", "rate_window"):
+            queries.duration(getattr(self, name))  # raises ValueError naming the bad text
+        if queries.duration(self.step) > queries.duration(self.window):
+            raise ValueError(f"step {self.step} is longer than the window {self.window}")
+
+
+@dataclass(frozen=True, slots=True)
+class BuildResult:
+    document: ProfileDocument
+    queries: int
+    seconds: float
+    warnings: tuple[str, ...]
+    series: int
+
+
+def _noop(_: str) -> None:
+    return None
+
+
+class _Collector:
+    def __init__(self, prom: Prometheus, settings: BuildSettings, *, end: float, progress: Progress) -> None:
+        self.prom, self.settings, self.end, self.progress = prom, settings, end, progress
+        self.window = queries.duration(settings.window)
+        self.step = queries.duration(settings.step)
+        self.rate = queries.duration(settings.rate_window)
+        self.ns: Sequence[str] = settings.namespaces
+
+    def sliced(self, name: str, make: Callable[[int], str]) -> list[tuple[int, Sample]]:
+        """Ask `make(span)` at the window's end; halve the span while Prometheus says too many samples."""
+        pending = [(self.end - self.window, self.end)]
+        out: list[tuple[int, Sample]] = []
+        index = 0
+        while pending:
+            lo, hi = pending.pop()
+            span = round(hi - lo)
+            try:
+                samples = self.prom.instant(make(span), at=hi)
+            except TooManySamplesError:
+                if span <= _MIN_SLICE:
+                    raise
+                middle = lo + (span // 2 // self.step) * self.step
+                pending += [(lo, middle), (middle, hi)]
+                self.progress(f"  {name}: too many samples for {queries.promql_duration(span)}, splitting")
+                continue
+            out += [(index, sample) for sample in samples]
+            index += 1
+        self.progress(f"  {name}: {len(out)} series values from {index} slice(s)")
+        return out
+
+
+def _series_id(labels: dict[str, str] | object) -> _SeriesId | None:
+    if not isinstance(labels, dict):
+        return None
+    ns, pod, container = labels.get("namespace"), labels.get("pod"), labels.get("container")
+    if not ns or not pod or not container:
+        return None
+    return ns, pod, container
+
+
+def _slice_stats(
+    memory: list[tuple[int, Sample]], cpu: list[tuple[int, Sample]]
+) -> dict[_SeriesId, list[SeriesStats]]:
+    """Join the memory and CPU answers per (series, slice) into `SeriesStats`."""
+    mem: dict[tuple[_SeriesId, int], dict[str, float]] = defaultdict(dict)
+    for index, sample in memory:
+        sid = _series_id(dict(sample.labels))
+        if sid is not None:
+            mem[(sid, index)][sample.labels.get("stat", "")] = sample.value
+    quantiles: dict[_SeriesId, list[dict[float, float]]] = defaultdict(list)
+    by_slice: dict[tuple[_SeriesId, int], dict[float, float]] = defaultdict(dict)
+    for index, sample in cpu:
+        sid = _series_id(dict(sample.labels))
+        stat = sample.labels.get("stat", "")
+        if sid is not None and stat.startswith("q"):
+            by_slice[(sid, index)][float(stat[1:])] = max(sample.value, 0.0)
+    for (sid, _), qs in by_slice.items():
+        quantiles[sid].append(qs)
+    out: dict[_SeriesId, list[SeriesStats]] = defaultdict(list)
+    for (sid, index), stats in mem.items():
+        if "count" not in stats or "first" not in stats:
+            continue
+        out[sid].append(
+            SeriesStats(
+                samples=int(stats["count"]),
+                first=stats["first"],
+                last=stats.get("last", stats["first"]),
+                memory_peak=stats.get("max"),
+                cpu_quantiles=by_slice.get((sid, index), {}),
+            )
+        )
+    return out
+
+
+def _startups(
+    prom: Prometheus, settings: BuildSettings, *, start: float, end: float
+) -> dict[_SeriesId, list[list[tuple[float, float]]]]:
+    """Start-up CPU points per series, split into one list per container start (age resets)."""
+    step = queries.duration(settings.step)
+    limit = settings.strategy.startup_window_seconds
+    usage_q = queries.startup_cpu(
+        settings.namespaces, rate_window=queries.duration(settings.rate_window), startup_window=limit
+    )
+    age_q = queries.container_age(settings.namespaces, startup_window=limit)
+    answer = prom.range(usage_q, start=start, end=end, step=step)
+    usage = {_series_id(dict(s.labels)): dict(s.points) for s in answer}
+    out: dict[_SeriesId, list[list[tuple[float, float]]]] = defaultdict(list)
+    for series in prom.range(age_q, start=start, end=end, step=step):
+        sid = _series_id(dict(series.labels))
+        points = usage.get(sid)
+        if sid is None or not points:
+            continue
+        runs: list[list[tuple[float, float]]] = []
+        last_age = None
+        for t, age in series.points:
+            if t not in points:
+                continue
+            if last_age is None or age < last_age:
+                runs.append([])
+            runs[-1].append((age, max(points[t], 0.0)))
+            last_age = age
+        out[sid] += [run for run in runs if run]
+    return out
+
+
+def build_profiles(
+    prom: Prometheus, settings: BuildSettings, *, end: float | None = None, progress: Progress = _noop
+) -> BuildResult:
+    """Read the window from Prometheus and return a complete document; raises PrometheusError."""
+    started = time.monotonic()
+    end = time.time() if end is None else end
+    collector = _Collector(prom, settings, end=end, progress=progress)
+    window, ns = collector.window, settings.namespaces
+    scope = ", ".join(ns) if ns else "all namespaces"
+    progress(f"reading {settings.window} of history from {prom.url} ({scope})")
+    owners = Owners.from_samples(prom.instant(queries.owners_query(ns, span=window), at=end))
+    progress(f"  owners: {len(owners.pods)} pods known to kube-state-metrics")
+    grid = settings.strategy.quantile_grid()
+    memory = collector.sliced("memory", lambda span: queries.memory_stats(ns, span=span, step=collector.step))
+    cpu = collector.sliced(
+        "cpu",
+        lambda span: queries.cpu_stats(
+            ns, span=span, step=collector.step, rate_window=collector.rate, quantiles=grid
+        ),
+    )
+    stats = _slice_stats(memory, cpu)
+    oom: dict[_SeriesId, int] = {}
+    for sample in prom.instant(queries.oom_kills(ns, span=window), at=end):
+        sid = _series_id(dict(sample.labels))
+        if sid is not None:
+            oom[sid] = 1
+    requests: dict[_SeriesId, dict[str, Decimal]] = defaultdict(dict)
+    for sample in prom.instant(queries.requests_query(ns, span=window), at=end):
+        sid, resource = _series_id(dict(sample.labels)), sample.labels.get("resource")
+        if sid is not None and resource in {"cpu", "memory"}:
+            requests[sid][resource] = Decimal(repr(sample.value))
+    startups = _startups(prom, settings, start=end - window, end=end)
+    progress(f"  start-up: {sum(len(v) for v in startups.values())} container starts seen")
+
+    histories: dict[tuple[WorkloadKey, str], list[_SeriesId]] = defaultdict(list)
+    for sid in stats:
+        histories[(owners.workload(sid[0], sid[1]), sid[2])].append(sid)
+    containers: dict[WorkloadKey, dict[str, ContainerProfile]] = defaultdict(dict)
+    current: dict[WorkloadKey, dict[str, dict[str, Decimal]]] = defaultdict(dict)
+    for (key, container), sids in histories.items():
+        history = ContainerHistory(
+            series=[s for sid in sids for s in stats[sid]],
+            oom_kills=sum(oom.get(sid, 0) for sid in sids),
+            startups=[run for sid in sids for run in startups.get(sid, [])],
+        )
+        containers[key][container] = recommend(history, settings=settings.strategy, window=settings.window)
+        latest = max(sids, key=lambda sid: max(s.last for s in stats[sid]))
+        if requests.get(latest):
+            current[key][container] = requests[latest]
+    workloads = {
+        key: WorkloadEntry(dict(profiles), dict(current.get(key, {})))
+        for key, profiles in containers.items()
+    }
+    stamp = time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime(end))
+    partial = " (PARTIAL: Prometheus sent warnings)" if prom.warnings else ""
+    document = ProfileDocument(
+        workloads=workloads,
+        generated_at=end,
+        source=f"prometheus {prom.url}, {settings.window} to {stamp}{partial}",
+        window=settings.window,
+    )
+    progress(
+        f"built {len(workloads)} workloads, {len(histories)} containers from {len(stats)} series "
+        f"in {time.monotonic() - started:.1f}s with {prom.queries} queries"
+    )
+    return BuildResult(
+        document=document,
+        queries=prom.queries,
+        seconds=time.monotonic() - started,
+        warnings=tuple(prom.warnings),
+        series=len(stats),
+    )

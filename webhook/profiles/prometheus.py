@@ -1,0 +1,126 @@
+"""A thin, synchronous adapter over the Prometheus HTTP API (`/api/v1/query`, `/api/v1/query_range`).
+
+Errors come back as `PrometheusError` with the URL and Prometheus' own `errorType: error`; a request
+that Prometheus answers with `warnings` (partial data, e.g. a failing remote-read or a dropped shard)
+is kept and reported by the caller rather than silently treated as complete.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+__all__ = ["Prometheus", "PrometheusError", "Sample", "Series", "TooManySamplesError"]
+
+_MAX_POINTS = 11_000  # Prometheus refuses range queries with more points per series than this
+
+
+class PrometheusError(RuntimeError):
+    """Prometheus could not be reached, refused the query, or answered with something unusable."""
+
+
+class TooManySamplesError(PrometheusError):
+    """The query would load more samples than `--query.max-samples`: split it and ask again."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    labels: Mapping[str, str]
+    value: float
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    labels: Mapping[str, str]
+    points: tuple[tuple[float, float], ...]  # (unix seconds, value)
+
+
+@dataclass
+class Prometheus:
+    """One Prometheus server; counts queries and collects warnings for the build's report."""
+
+    url: str
+    timeout: float = 120.0
+    client: httpx.Client | None = None
+    queries: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.url = self.url.rstrip("/")
+        if self.client is None:
+            self.client = httpx.Client(timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)))
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+
+    def _call(self, endpoint: str, params: dict[str, str]) -> Any:
+        assert self.client is not None
+        self.queries += 1
+        where = f"{self.url}{endpoint}"
+        try:
+            response = self.client.post(where, data=params)
+        except httpx.TimeoutException:
+            raise PrometheusError(f"Prometheus at {self.url}: no answer within {self.timeout:g}s") from None
+        except httpx.HTTPError as exc:
+            raise PrometheusError(f"cannot reach Prometheus at {self.url}: {exc}") from None
+        try:
+            body = response.json()
+        except ValueError:
+            raise PrometheusError(
+                f"Prometheus at {self.url}: HTTP {response.status_code}, not a Prometheus API answer: "
+                f"{response.text[:200]!r}"
+            ) from None
+        if not isinstance(body, dict) or body.get("status") != "success":
+            kind = body.get("errorType", "error") if isinstance(body, dict) else "error"
+            message = body.get("error", "no error message") if isinstance(body, dict) else str(body)[:200]
+            text = f"Prometheus at {self.url}: HTTP {response.status_code}, {kind}: {message}"
+            if "too many samples" in str(message):
+                raise TooManySamplesError(text)
+            raise PrometheusError(text)
+        for warning in body.get("warnings") or ():
+            self.warnings.append(f"{endpoint}: {warning}")
+        data = body.get("data")
+        if not isinstance(data, dict) or "result" not in data:
+            raise PrometheusError(f"Prometheus at {self.url}: answer without data.result")
+        return data
+
+    def instant(self, query: str, *, at: float) -> list[Sample]:
+        """An instant query evaluated at `at`; NaN values (empty quantiles) are dropped."""
+        data = self._call("/api/v1/query", {"query": query, "time": f"{at:.3f}"})
+        if data.get("resultType") != "vector":
+            kind = data.get("resultType")
+            raise PrometheusError(f"Prometheus at {self.url}: expected a vector, got {kind}")
+        out = []
+        for item in data["result"]:
+            value = float(item["value"][1])
+            if not math.isnan(value):
+                out.append(Sample(item["metric"], value))
+        return out
+
+    def range(self, query: str, *, start: float, end: float, step: int) -> list[Series]:
+        """A range query, cut into pieces of at most 11,000 points per series and merged by labels."""
+        merged: dict[tuple[tuple[str, str], ...], list[tuple[float, float]]] = {}
+        for lo, hi in _pieces(start, end, step):
+            data = self._call(
+                "/api/v1/query_range",
+                {"query": query, "start": f"{lo:.3f}", "end": f"{hi:.3f}", "step": str(step)},
+            )
+            for item in data["result"]:
+                key = tuple(sorted(item["metric"].items()))
+                points = merged.setdefault(key, [])
+                points += [(float(t), float(v)) for t, v in item["values"]]
+        return [Series(dict(key), tuple(points)) for key, points in merged.items()]
+
+
+def _pieces(start: float, end: float, step: int) -> Iterator[tuple[float, float]]:
+    width = step * (_MAX_POINTS - 1)
+    lo = start
+    while lo <= end:
+        hi = min(end, lo + width)
+        yield lo, hi
+        lo = hi + step

@@ -1,0 +1,152 @@
+"""PromQL for the profile build: a handful of large queries, grouped per cluster or per namespace.
+
+Each builder returns one small string. Nothing is ever queried per Pod: every query selects all
+containers of the namespaces in scope (`namespace=~"a|b"`, or every namespace) and reduces them on the
+server (`quantile_over_time`, `max_over_time`, ...) so the answer is one value per series, not a range.
+Several statistics travel in one request, told apart by a `stat` label set with `label_replace`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+__all__ = [
+    "CPU_METRIC",
+    "MEMORY_METRIC",
+    "cpu_stats",
+    "duration",
+    "memory_stats",
+    "namespaces_query",
+    "owners_query",
+    "requests_query",
+    "selector",
+    "startup_cpu",
+    "stat_label",
+]
+
+CPU_METRIC = "container_cpu_usage_seconds_total"
+MEMORY_METRIC = "container_memory_working_set_bytes"
+START_METRIC = "container_start_time_seconds"
+OOM_METRIC = "kube_pod_container_status_last_terminated_reason"
+REQUESTS_METRIC = "kube_pod_container_resource_requests"
+_BY = "namespace, pod, container"
+
+_DURATION = re.compile(r"^(\d+)([smhdw])$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def duration(text: str) -> int:
+    """`"14d"` -> seconds; only the single-unit forms people type (`90s`, `5m`, `6h`, `14d`, `2w`)."""
+    match = _DURATION.match(text.strip())
+    if not match or int(match[1]) <= 0:
+        raise ValueError(f"not a duration: {text!r} (use e.g. 90s, 5m, 6h, 14d, 2w)")
+    return int(match[1]) * _UNITS[match[2]]
+
+
+def promql_duration(seconds: int) -> str:
+    """Seconds as the largest exact PromQL unit (`1209600` -> `14d`)."""
+    for unit in ("w", "d", "h", "m"):
+        if seconds % _UNITS[unit] == 0:
+            return f"{seconds // _UNITS[unit]}{unit}"
+    return f"{seconds}s"
+
+
+def _quote(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def selector(metric: str, namespaces: Sequence[str] = (), *, containers: bool = True, **extra: str) -> str:
+    """`metric{container!="",container!="POD",namespace=~"a|b"}`; no namespaces means all of them."""
+    matchers = ['container!=""', 'container!="POD"'] if containers else []
+    if namespaces:
+        matchers.append(f"namespace=~{_quote('|'.join(re.escape(ns) for ns in sorted(namespaces)))}")
+    matchers += [f"{key}={_quote(value)}" for key, value in sorted(extra.items())]
+    return f"{metric}{{{','.join(matchers)}}}"
+
+
+def stat_label(expression: str, stat: str) -> str:
+    """Tag every series of `expression` with `stat="<stat>"` so several answers share one request."""
+    return f'label_replace({expression}, "stat", {_quote(stat)}, "", "")'
+
+
+def _union(parts: Iterable[str]) -> str:
+    return " or ".join(f"({part})" for part in parts)
+
+
+def cpu_stats(
+    namespaces: Sequence[str], *, span: int, step: int, rate_window: int, quantiles: Sequence[float]
+) -> str:
+    """Per container series: the given quantiles (1.0 = max) of its CPU usage rate over `span`."""
+    usage = f"rate({selector(CPU_METRIC, namespaces)}[{promql_duration(rate_window)}])"
+    sub = f"[{promql_duration(span)}:{promql_duration(step)}]"
+    parts = [
+        stat_label(
+            f"max_over_time({usage}{sub})" if q >= 1.0 else f"quantile_over_time({q:g}, {usage}{sub})",
+            f"q{q:g}",
+        )
+        for q in quantiles
+    ]
+    return _union(parts)
+
+
+def memory_stats(namespaces: Sequence[str], *, span: int, step: int) -> str:
+    """Per container series: peak working set, sample count, first and last sample time over `span`."""
+    series = selector(MEMORY_METRIC, namespaces)
+    window = promql_duration(span)
+    sub = f"[{window}:{promql_duration(step)}]"
+    return _union(
+        [
+            stat_label(f"max_over_time({series}[{window}])", "max"),
+            stat_label(f"count_over_time({series}[{window}])", "count"),
+            stat_label(f"min_over_time(timestamp({series}){sub})", "first"),
+            stat_label(f"max_over_time(timestamp({series}){sub})", "last"),
+        ]
+    )
+
+
+def startup_cpu(namespaces: Sequence[str], *, rate_window: int, startup_window: int) -> str:
+    """CPU rate only while a container is younger than `startup_window` (for a range query).
+
+    `and` on cadvisor's start time keeps the answer tiny (a few points per container start) and
+    empty when that metric is missing, rather than returning every point of the window.
+    """
+    usage = f"rate({selector(CPU_METRIC, namespaces)}[{promql_duration(rate_window)}])"
+    young = f"(time() - {selector(START_METRIC, namespaces)}) <= {startup_window}"
+    return f"{usage} and on ({_BY}) ({young})"
+
+
+def start_times(namespaces: Sequence[str], *, span: int) -> str:
+    """When each container started (cadvisor), per series, as last seen in the window."""
+    return f"max_over_time({selector(START_METRIC, namespaces)}[{promql_duration(span)}])"
+
+
+def oom_kills(namespaces: Sequence[str], *, span: int) -> str:
+    """1 for every container series whose last termination in the window was an OOM kill."""
+    series = selector(OOM_METRIC, namespaces, reason="OOMKilled")
+    return f"max_over_time({series}[{promql_duration(span)}]) > 0"
+
+
+def requests_query(namespaces: Sequence[str], *, span: int) -> str:
+    """Current cpu and memory requests per container (kube-state-metrics), the last value in the window."""
+    series = selector(REQUESTS_METRIC, namespaces).replace("}", ',resource=~"cpu|memory"}')
+    return f"last_over_time({series}[{promql_duration(span)}])"
+
+
+def owners_query(namespaces: Sequence[str], *, span: int) -> str:
+    """kube-state-metrics owners: Pod -> controller and ReplicaSet/Job -> controller, one request."""
+    pods = selector("kube_pod_owner", namespaces, containers=False, owner_is_controller="true")
+    sets = selector("kube_replicaset_owner", namespaces, containers=False)
+    jobs = selector("kube_job_owner", namespaces, containers=False)
+    window = promql_duration(span)
+    return _union(f"max_over_time({series}[{window}])" for series in (pods, sets, jobs))
+
+
+def namespaces_query(*, span: int) -> str:
+    """The namespaces that have container memory data in the window (to split a too-large build)."""
+    return f"count by (namespace) (max_over_time({selector(MEMORY_METRIC)}[{promql_duration(span)}]))"
+
+
+def container_age(namespaces: Sequence[str], *, startup_window: int) -> str:
+    """Seconds since each container started, only while it is younger than `startup_window`."""
+    return f"(time() - {selector(START_METRIC, namespaces)}) <= {startup_window}"

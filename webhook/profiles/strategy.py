@@ -1,0 +1,213 @@
+"""From one container's usage history to a recommendation: pure functions, typed settings.
+
+The inputs are what Prometheus reduces on its side (per Pod series and time slice: a few quantiles of
+the CPU rate, the memory peak, the sample count and the first and last sample time), so a build never
+moves raw points. The CPU percentile over all Pods of a workload is the quantile of the *mixture* of
+those series (each weighted by its sample count), which is exact when the replicas behave alike and
+stays honest under churn, where a short-lived Pod must not count as much as one that ran for a week.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import ROUND_CEILING, Decimal
+
+from webhook.core.profile import ContainerProfile, Evidence, NoRecommendation, Recommendation
+
+__all__ = [
+    "ContainerHistory",
+    "SeriesStats",
+    "StrategySettings",
+    "confidence",
+    "covered_hours",
+    "mixture_quantile",
+    "recommend",
+    "round_up",
+    "startup_phase",
+]
+
+MIB = 2**20
+
+
+@dataclass(frozen=True, slots=True)
+class StrategySettings:
+    """How history becomes a request. Defaults follow KRR/VPA where they agree, and say why otherwise."""
+
+    # CPU request = this percentile of usage (KRR "simple": p95 over 14 days). CPU is compressible:
+    # above the request a container is only slowed, so the tail need not be covered.
+    cpu_percentile: float = 95.0
+    # Memory request = peak working set x (1 + margin). Memory is not compressible (overuse gets the
+    # Pod evicted or OOM-killed), so size from the peak, not a percentile; +15 % as VPA and KRR do.
+    memory_margin: float = 0.15
+    # After an OOM kill the peak seen is the limit, not the need: at least x1.2 or +100 MiB (VPA).
+    oom_factor: float = 1.2
+    oom_bytes: int = 100 * MIB
+    # Floors per container: below these, scheduling and cgroup accounting stop meaning anything.
+    min_cpu: Decimal = Decimal("0.010")
+    min_memory: Decimal = Decimal(16 * MIB)
+    # Round up to steps a person would write: 5m of CPU, 1 MiB of memory.
+    cpu_step: Decimal = Decimal("0.005")
+    memory_step: Decimal = Decimal(MIB)
+    # Too little history gives no recommendation (the engine falls back to the policy): under 24 h
+    # misses the daily cycle; under 100 points a percentile is noise (KRR asks for 100 points too).
+    min_hours: float = 24.0
+    min_samples: int = 100
+    # The first minutes of a container's life are its start-up (JVM JIT, cache warm-up ...).
+    startup_window_seconds: int = 300
+
+    def __post_init__(self) -> None:
+        if not 0 < self.cpu_percentile <= 100:
+            raise ValueError(f"cpu_percentile must be in (0, 100], got {self.cpu_percentile}")
+        if not 0 <= self.memory_margin <= 10:
+            raise ValueError(f"memory_margin must be in [0, 10], got {self.memory_margin}")
+        if self.oom_factor < 1 or self.oom_bytes < 0:
+            raise ValueError("oom_factor must be >= 1 and oom_bytes >= 0")
+        if self.cpu_step <= 0 or self.memory_step <= 0:
+            raise ValueError("cpu_step and memory_step must be positive")
+        if self.min_hours < 0 or self.min_samples < 1:
+            raise ValueError("min_hours must be >= 0 and min_samples >= 1")
+
+    @property
+    def quantile(self) -> float:
+        return self.cpu_percentile / 100
+
+    def quantile_grid(self) -> tuple[float, ...]:
+        """CPU quantiles to fetch per series: the target, the median and the max (for the mixture)."""
+        return tuple(sorted({0.5, round(self.quantile, 6), 1.0}))
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesStats:
+    """One container of one Pod over one time slice, as Prometheus reduced it."""
+
+    samples: int
+    first: float  # unix seconds of the first and last sample
+    last: float
+    memory_peak: float | None = None  # bytes
+    cpu_quantiles: Mapping[float, float] = field(default_factory=dict)  # quantile (1.0 = max) -> cores
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerHistory:
+    """Everything known about one container of one workload."""
+
+    series: Sequence[SeriesStats]
+    oom_kills: int = 0
+    # One entry per observed container start: (seconds since start, cores) points in the start-up window.
+    startups: Sequence[Sequence[tuple[float, float]]] = ()
+
+
+def covered_hours(intervals: Iterable[tuple[float, float]]) -> float:
+    """Hours covered by the union of [first, last] intervals (replicas overlap, churned Pods chain)."""
+    total, end = 0.0, -math.inf
+    for lo, hi in sorted(intervals):
+        if hi <= end:
+            continue
+        total += hi - max(lo, end)
+        end = hi
+    return total / 3600
+
+
+def _cdf(knots: Sequence[tuple[float, float]], x: float) -> float:
+    """Piecewise-linear CDF through (value, quantile) knots, starting from (0, 0)."""
+    prev_v, prev_q = 0.0, 0.0
+    for value, q in knots:
+        if x < value:
+            if value <= prev_v:
+                return prev_q
+            return prev_q + (q - prev_q) * (x - prev_v) / (value - prev_v)
+        prev_v, prev_q = value, q
+    return 1.0
+
+
+def mixture_quantile(components: Sequence[tuple[int, Mapping[float, float]]], q: float) -> float:
+    """The q-quantile of a sample-weighted mixture of series known by a few of their quantiles.
+
+    The value where the weighted piecewise-linear CDFs reach q, found by bisection (the mixture CDF is
+    monotone); exact when every component has the same value at q and q is one of the known quantiles.
+    """
+    usable = [(n, sorted((v, k) for k, v in qs.items())) for n, qs in components if n > 0 and qs]
+    if not usable:
+        raise ValueError("no components")
+    total = sum(n for n, _ in usable)
+    lo, hi = 0.0, max(v for _, knots in usable for v, _ in knots)
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if sum(n * _cdf(knots, mid) for n, knots in usable) / total < q:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def confidence(hours: float, samples: int, settings: StrategySettings) -> float:
+    """0..1, half-saturated at the minimums: exactly enough history gives 0.5, the engine's default bar."""
+    by_hours = hours / (hours + settings.min_hours) if settings.min_hours else 1.0
+    by_samples = samples / (samples + settings.min_samples)
+    return round(min(by_hours, by_samples), 4)
+
+
+def round_up(value: float, step: Decimal, floor: Decimal) -> Decimal:
+    """`value` rounded up to a multiple of `step`, never below `floor`."""
+    steps = (Decimal(repr(value)) / step).to_integral_value(rounding=ROUND_CEILING)
+    return max(steps * step, floor)
+
+
+def startup_phase(points: Sequence[tuple[float, float]], *, steady: float) -> tuple[float, float | None]:
+    """Peak cores of one start-up, and how long usage stayed above `steady` (None if it never did)."""
+    ordered = sorted(points)
+    peak = max((cores for _, cores in ordered), default=0.0)
+    above = [age for age, cores in ordered if cores > steady]
+    if not above:
+        return peak, None
+    after = [age for age, cores in ordered if age > above[0] and cores <= steady]
+    end = after[0] if after else ordered[-1][0]
+    return peak, max(end, 0.0)
+
+
+def recommend(history: ContainerHistory, *, settings: StrategySettings, window: str) -> ContainerProfile:
+    """A recommendation with its evidence, or NoRecommendation saying what is missing."""
+    series = [s for s in history.series if s.samples > 0]
+    hours = covered_hours((s.first, s.last) for s in series)
+    samples = sum(s.samples for s in series)
+    if hours < settings.min_hours or samples < settings.min_samples:
+        return NoRecommendation(
+            f"only {hours:.1f}h and {samples} samples of history "
+            f"(needs {settings.min_hours:g}h and {settings.min_samples})"
+        )
+    cpu_components = [(s.samples, s.cpu_quantiles) for s in series if s.cpu_quantiles]
+    peaks = [s.memory_peak for s in series if s.memory_peak is not None]
+    if not cpu_components:
+        return NoRecommendation("no CPU usage series (container_cpu_usage_seconds_total)")
+    if not peaks:
+        return NoRecommendation("no memory series (container_memory_working_set_bytes)")
+    cpu = round_up(
+        mixture_quantile(cpu_components, settings.quantile), settings.cpu_step, settings.min_cpu
+    )
+    peak = max(peaks)
+    memory_need = peak * (1 + settings.memory_margin)
+    if history.oom_kills:
+        memory_need = max(memory_need, peak * settings.oom_factor, peak + settings.oom_bytes)
+    memory = round_up(memory_need, settings.memory_step, settings.min_memory)
+    startup_cpu: Decimal | None = None
+    startup_seconds: float | None = None
+    if history.startups:
+        phases = [startup_phase(points, steady=float(cpu)) for points in history.startups if points]
+        if phases:
+            startup_cpu = round_up(max(p for p, _ in phases), settings.cpu_step, settings.min_cpu)
+            durations = [d for _, d in phases if d is not None]
+            startup_seconds = max(durations) if durations else None
+    evidence = Evidence(
+        window=window,
+        samples=samples,
+        hours=round(hours, 2),
+        cpu_percentile=settings.cpu_percentile,
+        memory_margin=settings.memory_margin,
+        confidence=confidence(hours, samples, settings),
+        oom_kills=history.oom_kills,
+    )
+    return Recommendation(
+        cpu=cpu, memory=memory, evidence=evidence, startup_cpu=startup_cpu, startup_seconds=startup_seconds
+    )
