@@ -33,6 +33,8 @@ __all__ = [
     "default_store_path",
     "encode_document",
     "load_snapshot",
+    "merge_documents",
+    "replace_scope",
 ]
 
 FORMAT_VERSION = 1
@@ -85,12 +87,26 @@ def merge_documents(documents: Iterable[ProfileDocument], *, source: str) -> Pro
     return ProfileDocument(workloads, min(stamps, default=0.0), source, window)
 
 
+def replace_scope(old: ProfileDocument, new: ProfileDocument, scope: Iterable[str]) -> ProfileDocument:
+    """`new` for the namespaces in `scope`, `old` for every other namespace."""
+    covered = set(scope)
+    kept = {key: entry for key, entry in old.workloads.items() if key.namespace not in covered}
+    kept.update(new.workloads)
+    return ProfileDocument(kept, new.generated_at, new.source, new.window)
+
+
 class ProfileStore(Protocol):
     """Reads and writes whole documents; `write` replaces what the namespaces it covers held."""
 
     def read(self) -> ProfileDocument: ...
 
-    def write(self, document: ProfileDocument) -> None: ...
+    def write(self, document: ProfileDocument, *, scope: Iterable[str] | None = None) -> None:
+        """Store `document`; with `scope` (namespaces built) other namespaces' profiles are kept."""
+        ...
+
+    def fingerprint(self) -> object:
+        """Cheap change marker: equal fingerprints mean `read` would return the same document."""
+        ...
 
     def describe(self) -> str: ...
 
@@ -243,7 +259,18 @@ class FileStore:
             raise StoreError(f"profile store {self.path}: not valid JSON: {exc}") from None
         return decode_document(data, where=f"profile store {self.path}")
 
-    def write(self, document: ProfileDocument) -> None:
+    def fingerprint(self) -> object:
+        try:
+            stat = self.path.stat()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise StoreError(f"profile store {self.path}: {exc.strerror}") from None
+        return (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+
+    def write(self, document: ProfileDocument, *, scope: Iterable[str] | None = None) -> None:
+        if scope is not None:
+            document = replace_scope(self.read(), document, scope)
         payload = json.dumps(encode_document(document), indent=1, sort_keys=False).encode()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,81 @@
+"""Keeps `State.profiles` fresh in the background; the admission path never waits on this.
+
+Every `interval` the store is checked (a cheap fingerprint: file mtime, or ConfigMap
+resourceVersions) and, when it changed, read and swapped in whole. With a Prometheus URL the same
+task first rebuilds the profiles every `build_interval` (single-node use, no separate recommender).
+Any failure keeps the last snapshot: its `taken_at` is the build time, so the age metric grows and
+says how stale it is; the error is kept in `state.notes` for /readyz.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from webhook.profiles.prometheus import PrometheusError
+from webhook.profiles.store import ProfileDocument, ProfileStore, StoreError
+from webhook.state import State
+
+__all__ = ["ProfileRefresher"]
+
+log = logging.getLogger("pod_tailor.profiles")
+
+
+@dataclass
+class ProfileRefresher:
+    """The `Refresher` for usage profiles."""
+
+    store: ProfileStore
+    interval: float = 60.0
+    builder: Callable[[], ProfileDocument] | None = None  # Prometheus -> document, run in a thread
+    build_interval: float = 3600.0
+    name: str = "profiles"
+    clock: Callable[[], float] = time.monotonic
+
+    def __post_init__(self) -> None:
+        self._fingerprint: object = object()  # never equal to a real fingerprint
+        self._next_build = 0.0
+        self.failures = 0
+
+    async def refresh_once(self, state: State) -> bool:
+        """One round: maybe build, then reload if changed. True when a new snapshot was swapped in."""
+        if self.builder is not None and self.clock() >= self._next_build:
+            try:
+                document = await asyncio.to_thread(self.builder)
+                await asyncio.to_thread(self.store.write, document)
+                self._next_build = self.clock() + self.build_interval
+            except (PrometheusError, StoreError, ValueError) as exc:
+                self._next_build = self.clock() + min(self.build_interval, max(self.interval, 30.0))
+                self._fail(state, f"profile build failed, keeping the last profiles: {exc}")
+        try:
+            fingerprint = await asyncio.to_thread(self.store.fingerprint)
+            if fingerprint == self._fingerprint:
+                return False
+            document = await asyncio.to_thread(self.store.read)
+        except StoreError as exc:
+            self._fail(state, f"profile store unreadable, keeping the last profiles: {exc}")
+            return False
+        state.swap_profiles(document.snapshot(origin=self.store.describe()))
+        self._fingerprint = fingerprint
+        state.notes.pop(self.name, None)
+        log.info("profiles loaded: %d workloads from %s", len(document.workloads), self.store.describe())
+        return True
+
+    def _fail(self, state: State, message: str) -> None:
+        self.failures += 1
+        state.notes[self.name] = message
+        log.warning("%s", message)
+
+    async def run(self, state: State) -> None:
+        # Profiles are optional (the policy is the fallback), so readiness waits only for the first try.
+        state.pending.add(self.name)
+        try:
+            while True:
+                await self.refresh_once(state)
+                state.pending.discard(self.name)
+                await asyncio.sleep(self.interval)
+        finally:
+            state.pending.discard(self.name)
