@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import select
 import socket
 import threading
 import time
@@ -72,6 +73,19 @@ _CORE = (
     Resource("/apis/apps/v1", "replicasets", "ReplicaSet"),
     Resource("/apis/coordination.k8s.io/v1", "leases", "Lease"),
 )
+
+
+_REASONS = {
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    409: "Conflict",
+    410: "Expired",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+    504: "Timeout",
+}
 
 
 def status_object(code: int, reason: str, message: str, **details: Any) -> Obj:
@@ -161,7 +175,9 @@ class FakeKube:
         server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         server.daemon_threads = True
         self._server = server
-        threading.Thread(target=server.serve_forever, name="kubefake", daemon=True).start()
+        threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="kubefake", daemon=True
+        ).start()
         return self
 
     def stop(self) -> None:
@@ -328,8 +344,11 @@ class FakeKube:
             watch.connection.sendall(b"%x\r\n%s\r\n" % (len(line), line))
         except OSError:
             watch.dropped = True
-            if watch in self._watches:
-                self._watches.remove(watch)
+            self._forget(watch)
+
+    def _forget(self, watch: _Watch) -> None:
+        if watch in self._watches:
+            self._watches.remove(watch)
 
     def _bookmark_object(self, resource: Resource) -> Obj:
         # The real server sends an otherwise empty object of the watched kind.
@@ -440,7 +459,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(401, "Unauthorized", "Unauthorized")
             return False
         if failure:
-            self._error(failure[1], "InternalError", f"injected failure {failure[1]}")
+            reason = _REASONS.get(failure[1], "InternalError")
+            self._error(failure[1], reason, f"injected failure: {reason}")
             return False
         return True
 
@@ -525,9 +545,12 @@ class _Handler(BaseHTTPRequestHandler):
             while not watch.dropped and watch in fake._watches:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
-                    fake._watches.remove(watch)
+                    fake._forget(watch)
                     break
-                fake._cond.wait(min(remaining, 0.2) if remaining is not None else 0.2)
+                fake._cond.wait(min(remaining, 0.1) if remaining is not None else 0.1)
+                if _peer_closed(self.connection):
+                    fake._forget(watch)
+                    watch.dropped = True
         if not watch.dropped:
             self._end_stream()
         else:
@@ -629,6 +652,15 @@ class _Handler(BaseHTTPRequestHandler):
                 self._not_found(resource, name)
                 return
         self._send_json(200, removed)
+
+
+def _peer_closed(connection: socket.socket) -> bool:
+    """True once the client has closed its end (readable with nothing to read)."""
+    try:
+        readable, _, _ = select.select([connection], [], [], 0)
+        return bool(readable) and connection.recv(1, socket.MSG_PEEK) == b""
+    except OSError:
+        return True
 
 
 def _merge(target: Any, patch: Any) -> Any:

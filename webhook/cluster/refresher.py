@@ -1,0 +1,240 @@
+"""Keeps `state.cluster` current from the API server without a single call on the admission path.
+
+Three list+watch threads (Namespaces, LimitRanges, the policy ConfigMap) and one thread that reads the
+server version at start-up and every `resync_seconds`. Any change rebuilds a complete `ClusterSnapshot`
+and swaps it whole. `/readyz` waits (via `state.pending`) until all three have listed once. With no
+cluster configuration the refresher swaps in the embedded defaults, notes why, and does nothing else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client
+
+from webhook.cluster import metrics
+from webhook.cluster.config import SERVICE_ACCOUNT_DIR, ClusterConfig, discover
+from webhook.cluster.policy_source import PolicySource
+from webhook.cluster.watch import ListCall, Watched
+from webhook.core.facts import limit_range_items, parse_server_version
+from webhook.core.policy import PolicySet
+from webhook.core.snapshot import ClusterSnapshot
+from webhook.policy_files import bundled_policies, load_policy_file
+from webhook.settings import Settings
+from webhook.state import State
+
+__all__ = ["ClusterRefresher", "build_snapshot"]
+
+log = logging.getLogger(__name__)
+
+
+def build_snapshot(
+    *,
+    policies: PolicySet,
+    settings: Settings,
+    namespaces: list[dict[str, Any]],
+    limit_ranges: list[dict[str, Any]],
+    server_version: tuple[int, int] | None,
+    taken_at: float,
+    source: str,
+) -> ClusterSnapshot:
+    """One complete snapshot from the watched objects (several LimitRanges per namespace add up)."""
+    labels = {
+        str(ns["metadata"]["name"]): dict(ns["metadata"].get("labels") or {})
+        for ns in namespaces
+        if (ns.get("metadata") or {}).get("name")
+    }
+    ranges: dict[str, tuple[Any, ...]] = {}
+    for limit_range in sorted(limit_ranges, key=lambda lr: str(lr["metadata"].get("name"))):
+        namespace = str(limit_range["metadata"].get("namespace") or "")
+        ranges[namespace] = ranges.get(namespace, ()) + limit_range_items(limit_range)
+    return ClusterSnapshot(
+        policies=policies,
+        default_mode=settings.default_mode,
+        namespaces=labels,
+        limit_ranges=ranges,
+        server_version=server_version,
+        taken_at=taken_at,
+        source=source,
+    )
+
+
+def base_policies(settings: Settings) -> PolicySet:
+    return load_policy_file(settings.policy_file) if settings.policy_file else bundled_policies()
+
+
+class ClusterRefresher:
+    """The `Refresher` for cluster state; `start`/`stop` are the synchronous core `run` wraps."""
+
+    name = "cluster"
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        env: Mapping[str, str] | None = None,
+        service_account_dir: Path = SERVICE_ACCOUNT_DIR,
+    ) -> None:
+        self.settings = settings
+        self._env = env
+        self._service_account_dir = service_account_dir
+        self._stop = threading.Event()
+        self._rebuild_lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._watched: dict[str, Watched] = {}
+        self._policy = PolicySource(
+            base_policies(settings), namespace=settings.namespace, name=settings.policy_configmap
+        )
+        self._config: ClusterConfig | None = None
+        self._state: State | None = None
+        self.server_version: tuple[int, int] | None = None
+        self.fresh_at = 0.0  # last time the data was known to be current
+
+    # -- Refresher protocol ---------------------------------------------------------------------------
+    async def run(self, state: State) -> None:
+        self.start(state)
+        try:
+            await asyncio.Event().wait()  # until cancelled; the work happens in threads
+        finally:
+            await asyncio.to_thread(self.stop)
+
+    # -- synchronous core ---------------------------------------------------------------------------
+    def start(self, state: State) -> None:
+        self._state = state
+        state.pending.add(self.name)
+        found = None
+        if self.settings.watch_cluster:
+            found = discover(
+                kubeconfig=self.settings.kubeconfig,
+                env=self._env,
+                service_account_dir=self._service_account_dir,
+            )
+        if found is None or found.config is None:
+            reason = "watch_cluster is off" if found is None else found.reason
+            self._embedded(state, reason)
+            return
+        self._config = found.config
+        state.notes[self.name] = f"watching {found.config.source} ({found.config.host})"
+        log.info("cluster: %s at %s (%s)", found.config.source, found.config.host, found.reason)
+        core = client.CoreV1Api(found.config.api_client)
+        self._watched = {
+            "namespaces": self._watcher("namespaces", core.list_namespace),
+            "limitranges": self._watcher("limitranges", core.list_limit_range_for_all_namespaces),
+        }
+        if self.settings.policy_configmap:
+            self._watched["configmaps"] = self._watcher(
+                "configmaps",
+                functools.partial(core.list_namespaced_config_map, self.settings.namespace),
+                field_selector=f"metadata.name={self.settings.policy_configmap}",
+            )
+        self._read_version()
+        for watched in self._watched.values():
+            self._spawn(watched.run, f"watch-{watched.resource}")
+        self._spawn(self._heartbeat, "cluster-heartbeat")
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        for watched in self._watched.values():
+            watched.close()
+        for thread in self._threads:
+            thread.join(timeout)
+        self._threads.clear()
+
+    @property
+    def synced(self) -> bool:
+        return all(w.synced.is_set() for w in self._watched.values())
+
+    # -- internals --------------------------------------------------------------------------------
+    def _embedded(self, state: State, reason: str) -> None:
+        message = f"no cluster configuration ({reason}): serving embedded defaults"
+        log.warning("%s", message)
+        state.notes[self.name] = message
+        now = time.time()
+        state.swap_cluster(
+            ClusterSnapshot(
+                policies=self._policy.current.policies,
+                default_mode=self.settings.default_mode,
+                taken_at=now,
+                source="embedded defaults",
+            )
+        )
+        metrics.CLUSTER_SNAPSHOT_TIMESTAMP.set(now)
+        state.pending.discard(self.name)
+
+    def _watcher(self, resource: str, call: ListCall, *, field_selector: str | None = None) -> Watched:
+        return Watched(
+            resource,
+            call,
+            on_change=self._rebuild,
+            stop=self._stop,
+            field_selector=field_selector,
+            watch_seconds=int(self.settings.resync_seconds),
+        )
+
+    def _spawn(self, target: Any, name: str) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def _read_version(self) -> None:
+        assert self._config is not None
+        try:
+            info = client.VersionApi(self._config.api_client).get_code(_request_timeout=(5, 10))
+        except Exception as exc:  # an unreachable server must not stop the watches from retrying
+            log.warning("cluster: cannot read the server version (%s); keeping %s", exc, self.server_version)
+            return
+        version = parse_server_version(str(info.major), str(info.minor))
+        if version != self.server_version:
+            log.info("cluster: API server version %s (git %s)", version, info.git_version)
+        if version is not None:
+            self.server_version = version
+            metrics.SERVER_VERSION.set(version[1])
+
+    def _heartbeat(self) -> None:
+        """Refresh the server version and, while every watch is connected, the snapshot's age."""
+        while not self._stop.wait(self.settings.resync_seconds):
+            before = self.server_version
+            self._read_version()
+            if self.synced and all(w.connected for w in self._watched.values()):
+                self.fresh_at = time.time()
+                self._rebuild(touch=False)
+            elif before != self.server_version:
+                self._rebuild(touch=False)
+
+    def _rebuild(self, *, touch: bool = True) -> None:
+        """Build and swap a complete snapshot; called from the watch threads on every change."""
+        state = self._state
+        if state is None:
+            return
+        with self._rebuild_lock:
+            configmaps = self._watched["configmaps"].objects() if "configmaps" in self._watched else []
+            outcome = self._policy.update(configmaps)
+            if outcome.error:
+                state.notes["policy"] = outcome.error
+            else:
+                state.notes.pop("policy", None)
+            if touch:
+                self.fresh_at = time.time()
+            assert self._config is not None
+            snapshot = build_snapshot(
+                policies=outcome.policies,
+                settings=self.settings,
+                namespaces=self._watched["namespaces"].objects(),
+                limit_ranges=self._watched["limitranges"].objects(),
+                server_version=self.server_version,
+                taken_at=self.fresh_at,
+                source=f"cluster {self._config.host}; policy from {outcome.origin}",
+            )
+            if self.synced:
+                state.swap_cluster(snapshot)
+                metrics.CLUSTER_SNAPSHOT_TIMESTAMP.set(self.fresh_at)
+                if self.name in state.pending:
+                    state.pending.discard(self.name)
+                    log.info("cluster: first full sync done (%d namespaces)", len(snapshot.namespaces or {}))

@@ -1,0 +1,219 @@
+"""List+watch of one collection in a background thread, as raw dicts, the way client-go's reflector does it.
+
+Why not `kubernetes.watch.Watch`: it retries a 410 with the same (expired) resourceVersion and hides
+bookmarks and disconnects. Here the rules are explicit: list (in pages) and remember the list's
+resourceVersion; watch from it with bookmarks; every event and bookmark advances the resourceVersion; a
+clean end (the server's timeout) or a dropped connection resumes from the last resourceVersion; `410 Gone`
+(history compacted) re-lists; any other failure re-lists after an exponential backoff with jitter.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from webhook.cluster import metrics
+
+__all__ = ["Backoff", "ListCall", "Watched"]
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+Key = tuple[str, str]  # (namespace or "", name)
+# A bound kubernetes client list method with its positional arguments applied, e.g.
+# `functools.partial(core.list_namespaced_config_map, "pod-tailor")`; called with keyword options.
+ListCall = Callable[..., Any]
+
+
+class Backoff:
+    """Exponential backoff with full jitter, reset after a success."""
+
+    def __init__(self, *, initial: float = 0.5, cap: float = 30.0) -> None:
+        self.initial, self.cap, self.attempt = initial, cap, 0
+
+    def next_delay(self) -> float:
+        delay = min(self.cap, self.initial * 2**self.attempt)
+        self.attempt += 1
+        return random.uniform(delay / 2, delay)
+
+    def reset(self) -> None:
+        self.attempt = 0
+
+
+class _GoneError(Exception):
+    """The watch's resourceVersion is too old (410): only a fresh list helps."""
+
+
+class _WatchError(Exception):
+    """The server ended the watch with another error Status: re-list after a backoff."""
+
+
+class Watched:
+    """The current objects of one collection, kept up to date by `run()` until `stop` is set.
+
+    `on_change` is called (from the watch thread) after the initial list, every re-list and every
+    ADDED/MODIFIED/DELETED event; it should read `objects()` and rebuild whatever depends on them.
+    """
+
+    def __init__(
+        self,
+        resource: str,
+        list_call: ListCall,
+        *,
+        on_change: Callable[[], None],
+        stop: threading.Event,
+        field_selector: str | None = None,
+        watch_seconds: int = 300,
+        page_size: int = 500,
+        backoff: Backoff | None = None,
+    ) -> None:
+        self.resource = resource
+        self._call = list_call
+        self._on_change = on_change
+        self._stop = stop
+        self._field_selector = field_selector
+        self._watch_seconds = max(1, watch_seconds)
+        self._page_size = page_size
+        self._backoff = backoff or Backoff()
+        self._lock = threading.Lock()
+        self._objects: dict[Key, Obj] = {}
+        self._response: Any = None
+        self.resource_version: str | None = None
+        self.synced = threading.Event()  # set after the first complete list
+        self.connected = False  # a watch is open (the data is current up to the last event)
+        self.last_error: str | None = None
+
+    def objects(self) -> list[Obj]:
+        with self._lock:
+            return list(self._objects.values())
+
+    def run(self) -> None:
+        """The thread body: list, then watch and resume, until `stop` is set."""
+        reason = "initial"
+        while not self._stop.is_set():
+            if self.resource_version is None:
+                try:
+                    self._list(reason)
+                except Exception as exc:
+                    self._failed("list", exc)
+                    reason = "error"
+                    continue
+            try:
+                self._watch()
+                metrics.WATCH_RESTARTS.labels(self.resource, "timeout").inc()
+            except _GoneError:
+                log.info("%s: resourceVersion %s expired; re-listing", self.resource, self.resource_version)
+                self.resource_version, reason = None, "gone"
+            except _WatchError as exc:
+                self._failed("watch", exc)
+                self.resource_version, reason = None, "error"
+            except Exception as exc:
+                if self._stop.is_set():
+                    break
+                metrics.WATCH_RESTARTS.labels(self.resource, "disconnect").inc()
+                self._failed("watch", exc)
+            finally:
+                self._set_connected(False)
+
+    def close(self) -> None:
+        """Unblock a thread waiting on the watch stream (call after setting `stop`)."""
+        response = self._response
+        if response is not None:
+            try:
+                response.shutdown()
+            except Exception:  # already closed or never connected: nothing to unblock
+                log.debug("%s: closing the watch stream", self.resource, exc_info=True)
+
+    # -- one list, one watch ------------------------------------------------------------------------
+    def _options(self) -> dict[str, Any]:
+        options: dict[str, Any] = {"_preload_content": False, "_request_timeout": (10, 60)}
+        if self._field_selector:
+            options["field_selector"] = self._field_selector
+        return options
+
+    def _list(self, reason: str) -> None:
+        objects: dict[Key, Obj] = {}
+        token: str | None = None
+        while True:
+            options = self._options() | {"limit": self._page_size}
+            if token:
+                options["_continue"] = token
+            body = json.loads(self._call(**options).data)
+            for item in body.get("items") or ():
+                objects[_key(item)] = item
+            token = (body.get("metadata") or {}).get("continue")
+            if not token:
+                break
+        with self._lock:
+            self._objects = objects
+        self.resource_version = str(body["metadata"]["resourceVersion"])
+        self._backoff.reset()
+        metrics.WATCH_LISTS.labels(self.resource, reason).inc()
+        log.info("%s: listed %d at resourceVersion %s", self.resource, len(objects), self.resource_version)
+        self.synced.set()
+        self._on_change()
+
+    def _watch(self) -> None:
+        options = self._options() | {
+            "watch": True,
+            "resource_version": self.resource_version,
+            "allow_watch_bookmarks": True,
+            "timeout_seconds": self._watch_seconds,
+            # The server ends the stream after timeout_seconds; a silent socket past that is dead.
+            "_request_timeout": (10, self._watch_seconds + 30),
+        }
+        response = self._call(**options)
+        self._response = response
+        if self._stop.is_set():  # `close()` ran before the stream existed
+            response.release_conn()
+            return
+        try:
+            self._set_connected(True)
+            self._consume(response)
+        finally:
+            self._response = None
+            response.release_conn()
+
+    def _consume(self, lines: Iterable[bytes]) -> None:
+        for line in lines:
+            if self._stop.is_set():
+                return
+            if not line.strip():
+                continue
+            event = json.loads(line)
+            kind, obj = event.get("type"), event.get("object") or {}
+            metrics.WATCH_EVENTS.labels(self.resource, str(kind)).inc()
+            if kind == "ERROR":
+                if obj.get("code") == 410:
+                    raise _GoneError(obj.get("message", ""))
+                raise _WatchError(f"watch error {obj.get('code')}: {obj.get('message')}")
+            self.resource_version = str(obj["metadata"]["resourceVersion"])
+            if kind == "BOOKMARK":
+                continue
+            with self._lock:
+                if kind == "DELETED":
+                    self._objects.pop(_key(obj), None)
+                else:
+                    self._objects[_key(obj)] = obj
+            self._backoff.reset()
+            self._on_change()
+
+    def _failed(self, what: str, exc: Exception) -> None:
+        first_line = (str(exc).strip().splitlines() or [""])[0]
+        self.last_error = f"{what}: {type(exc).__name__}: {first_line}"
+        delay = self._backoff.next_delay()
+        log.warning("%s: %s; retrying in %.1fs", self.resource, self.last_error, delay)
+        self._stop.wait(delay)
+
+    def _set_connected(self, connected: bool) -> None:
+        self.connected = connected
+        metrics.WATCH_SYNCED.labels(self.resource).set(1 if connected else 0)
+
+
+def _key(obj: Obj) -> Key:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
