@@ -5,6 +5,7 @@ Refreshers keep the snapshots the admission path reads fresh (see `Refresher` in
 
 from __future__ import annotations
 
+from webhook.cluster import ClusterRefresher
 from webhook.settings import Settings
 from webhook.state import Refresher
 
@@ -13,4 +14,5 @@ __all__ = ["build_refreshers"]
 
 def build_refreshers(settings: Settings) -> list[Refresher]:
     refreshers: list[Refresher] = []
+    refreshers.append(ClusterRefresher(settings))  # namespaces, LimitRanges, policy ConfigMap, version
     return refreshers
