@@ -86,7 +86,8 @@ def test_a_manifest_patch_is_prefixed_with_the_template_path(
 ) -> None:
     manifest = tmp_path / "deploy.yaml"
     manifest.write_text(
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: web}}\n"
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n"
+        "spec:\n  selector: {matchLabels: {app: web}}\n"
         "  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers:\n"
         "      - {name: app, image: nginx, ports: [{containerPort: 80}]}\n"
     )
