@@ -12,7 +12,7 @@ from webhook import __version__
 __all__ = ["main"]
 
 # Modules exposing `register(subparsers)`; each sets `func(args) -> int` on its parser.
-COMMANDS = ("webhook.preview", "webhook.server.command", "webhook.profiles.cli")
+COMMANDS = ("webhook.preview", "webhook.server.command", "webhook.profiles.cli", "webhook.certs_command")
 
 
 def build_parser() -> argparse.ArgumentParser:
