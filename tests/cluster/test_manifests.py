@@ -1,0 +1,288 @@
+"""manifests/: every object validates against the Kubernetes schemas, overlays build, and the pieces fit.
+
+The kustomize builds run `kubectl kustomize` (kustomize built into kubectl); they are skipped, with the
+reason shown, where kubectl is not installed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from webhook.certs_command import write_certificates
+from webhook.cli import build_parser
+from webhook.settings import ENV_PREFIX, Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+MANIFESTS = ROOT / "manifests"
+VERSIONS = ("1.30.0", kubernetes_validate.latest_version())
+# cert-manager's CRDs have no schema in kubernetes-validate; checked by hand below instead.
+CERT_MANAGER = {("cert-manager.io/v1", "Issuer"), ("cert-manager.io/v1", "Certificate")}
+KUBECTL = shutil.which("kubectl")
+needs_kubectl = pytest.mark.skipif(KUBECTL is None, reason="kubectl (with built-in kustomize) not installed")
+
+
+def documents(path: Path) -> list[dict[str, Any]]:
+    return [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
+
+
+def manifest_files() -> list[Path]:
+    return sorted(
+        p for p in MANIFESTS.rglob("*.yaml") if p.name != "kustomization.yaml" and "generated" not in p.parts
+    )
+
+
+def base_objects() -> list[dict[str, Any]]:
+    return [
+        doc
+        for path in sorted((MANIFESTS / "base").glob("*.yaml"))
+        if path.name != "kustomization.yaml"
+        for doc in documents(path)
+    ]
+
+
+def find(objects: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
+    (match,) = [o for o in objects if o["kind"] == kind and o["metadata"]["name"] == name]
+    return match
+
+
+def build(directory: Path) -> list[dict[str, Any]]:
+    assert KUBECTL is not None
+    result = subprocess.run(
+        [KUBECTL, "kustomize", str(directory)], capture_output=True, text=True, check=True, timeout=60
+    )
+    return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+
+
+def validate(obj: dict[str, Any], version: str) -> None:
+    if (obj["apiVersion"], obj["kind"]) in CERT_MANAGER:
+        assert obj["spec"], obj
+        return
+    kubernetes_validate.validate(obj, version, strict=True)
+
+
+@pytest.fixture(scope="module")
+def self_signed_build(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    if KUBECTL is None:
+        pytest.skip("kubectl (with built-in kustomize) not installed")
+    copy = tmp_path_factory.mktemp("manifests") / "manifests"
+    shutil.copytree(
+        MANIFESTS, copy, ignore=shutil.ignore_patterns("*.crt", "*.key", "tls-secret.yaml", "cabundle.yaml")
+    )
+    write_certificates(copy / "overlays" / "self-signed" / "generated")
+    return build(copy / "overlays" / "self-signed")
+
+
+class TestSchemas:
+    @pytest.mark.parametrize("version", VERSIONS)
+    @pytest.mark.parametrize("path", manifest_files(), ids=lambda p: str(p.relative_to(MANIFESTS)))
+    def test_every_manifest_file_validates_strictly(self, path: Path, version: str) -> None:
+        for obj in documents(path):
+            if obj["kind"] == "MutatingWebhookConfiguration" and "webhooks" not in obj:
+                continue  # a kustomize patch (inject-ca.yaml), not a whole object
+            validate(obj, version)
+
+    @needs_kubectl
+    @pytest.mark.parametrize("version", VERSIONS)
+    @pytest.mark.parametrize("overlay", ["base", "overlays/cert-manager"])
+    def test_every_built_object_validates_strictly(self, overlay: str, version: str) -> None:
+        objects = build(MANIFESTS / overlay)
+        assert len(objects) >= 14
+        for obj in objects:
+            validate(obj, version)
+
+    @pytest.mark.parametrize("version", VERSIONS)
+    def test_the_self_signed_build_validates_strictly(
+        self, self_signed_build: list[dict[str, Any]], version: str
+    ) -> None:
+        for obj in self_signed_build:
+            validate(obj, version)
+
+
+class TestWebhookConfiguration:
+    @pytest.fixture
+    def webhook(self) -> dict[str, Any]:
+        (entry,) = find(base_objects(), "MutatingWebhookConfiguration", "pod-tailor")["webhooks"]
+        return entry
+
+    def test_only_pod_create_is_intercepted(self, webhook: dict[str, Any]) -> None:
+        assert webhook["rules"] == [
+            {
+                "operations": ["CREATE"],
+                "apiGroups": [""],
+                "apiVersions": ["v1"],
+                "resources": ["pods"],
+                "scope": "Namespaced",
+            }
+        ]
+
+    def test_it_never_blocks_and_may_be_reinvoked(self, webhook: dict[str, Any]) -> None:
+        assert webhook["failurePolicy"] == "Ignore"
+        assert webhook["sideEffects"] == "None"
+        assert webhook["timeoutSeconds"] in (2, 3)
+        assert webhook["reinvocationPolicy"] == "IfNeeded"
+        assert webhook["admissionReviewVersions"] == ["v1"]
+
+    def test_namespaces_opt_in_and_system_namespaces_are_excluded(self, webhook: dict[str, Any]) -> None:
+        expressions = webhook["namespaceSelector"]["matchExpressions"]
+        assert {
+            "key": "pod-tailor.io/mode",
+            "operator": "In",
+            "values": ["enforce", "dry-run"],
+        } in expressions
+        (names,) = [e for e in expressions if e["key"] == "kubernetes.io/metadata.name"]
+        assert names["operator"] == "NotIn"
+        assert set(names["values"]) == {"kube-system", "pod-tailor"}
+
+    def test_pods_labelled_skip_are_not_sent(self, webhook: dict[str, Any]) -> None:
+        assert webhook["objectSelector"] == {
+            "matchExpressions": [{"key": "pod-tailor.io/skip", "operator": "NotIn", "values": ["true"]}]
+        }
+
+    def test_it_calls_the_service_on_the_mutate_path(self, webhook: dict[str, Any]) -> None:
+        service = find(base_objects(), "Service", "pod-tailor")
+        target = webhook["clientConfig"]["service"]
+        assert (target["name"], target["namespace"]) == (
+            service["metadata"]["name"],
+            service["metadata"]["namespace"],
+        )
+        assert target["path"] == "/mutate"
+        assert target["port"] in [p["port"] for p in service["spec"]["ports"]]
+
+    @needs_kubectl
+    def test_cert_manager_injects_the_ca_of_a_certificate_for_the_service(self) -> None:
+        objects = build(MANIFESTS / "overlays" / "cert-manager")
+        config = find(objects, "MutatingWebhookConfiguration", "pod-tailor")
+        namespace, name = config["metadata"]["annotations"]["cert-manager.io/inject-ca-from"].split("/")
+        certificate = find(objects, "Certificate", name)
+        assert certificate["metadata"]["namespace"] == namespace
+        assert "pod-tailor.pod-tailor.svc" in certificate["spec"]["dnsNames"]
+        assert certificate["spec"]["secretName"] == "pod-tailor-tls"
+
+    def test_the_self_signed_overlay_fills_the_ca_bundle_and_the_secret(
+        self, self_signed_build: list[dict[str, Any]]
+    ) -> None:
+        config = find(self_signed_build, "MutatingWebhookConfiguration", "pod-tailor")
+        (entry,) = config["webhooks"]
+        assert entry["clientConfig"]["caBundle"]
+        assert entry["failurePolicy"] == "Ignore"  # the patch merged into the entry, not replaced it
+        secret = find(self_signed_build, "Secret", "pod-tailor-tls")
+        assert secret["type"] == "kubernetes.io/tls"
+        assert set(secret["data"]) == {"tls.crt", "tls.key", "ca.crt"}
+        assert secret["data"]["ca.crt"] == entry["clientConfig"]["caBundle"]
+
+
+class TestWebhookDeployment:
+    @pytest.fixture
+    def deployment(self) -> dict[str, Any]:
+        return find(base_objects(), "Deployment", "pod-tailor")
+
+    def test_two_replicas_spread_over_nodes_and_protected_by_a_budget(
+        self, deployment: dict[str, Any]
+    ) -> None:
+        assert deployment["spec"]["replicas"] == 2
+        pod = deployment["spec"]["template"]
+        anti = pod["spec"]["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+        assert anti[0]["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+        budget = find(base_objects(), "PodDisruptionBudget", "pod-tailor")
+        assert budget["spec"]["minAvailable"] == 1
+        assert budget["spec"]["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+
+    def test_the_container_is_locked_down(self, deployment: dict[str, Any]) -> None:
+        pod = deployment["spec"]["template"]["spec"]
+        (container,) = pod["containers"]
+        assert pod["securityContext"]["runAsNonRoot"] is True
+        assert container["securityContext"] == {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "privileged": False,
+            "capabilities": {"drop": ["ALL"]},
+        }
+        assert container["resources"]["requests"].keys() == {"cpu", "memory"}
+
+    def test_probes_use_the_servers_endpoints_and_shutdown_waits_for_endpoint_removal(
+        self, deployment: dict[str, Any]
+    ) -> None:
+        pod = deployment["spec"]["template"]["spec"]
+        (container,) = pod["containers"]
+        assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+        assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+        assert container["readinessProbe"]["httpGet"]["scheme"] == "HTTPS"
+        assert container["lifecycle"]["preStop"]["sleep"]["seconds"] < pod["terminationGracePeriodSeconds"]
+
+    def test_its_own_pods_are_never_mutated(self, deployment: dict[str, Any]) -> None:
+        assert deployment["spec"]["template"]["metadata"]["labels"]["pod-tailor.io/skip"] == "true"
+
+    @pytest.mark.parametrize("name", ["pod-tailor", "pod-tailor-recommender"])
+    def test_every_environment_variable_is_a_real_setting_and_args_parse(self, name: str) -> None:
+        deployment = find(base_objects(), "Deployment", name)
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        fields = {f.name for f in dataclasses.fields(Settings)}
+        for env in container["env"]:
+            if env["name"].startswith(ENV_PREFIX) and env["name"] != "POD_TAILOR_PROMETHEUS_URL":
+                assert env["name"].removeprefix(ENV_PREFIX).lower() in fields, env["name"]
+        args = build_parser().parse_args(container["args"])
+        assert args.command == container["args"][0]
+
+    def test_the_recommender_is_a_single_writer(self) -> None:
+        recommender = find(base_objects(), "Deployment", "pod-tailor-recommender")
+        assert recommender["spec"]["replicas"] == 1
+        assert recommender["spec"]["strategy"] == {"type": "Recreate"}
+
+
+class TestRbac:
+    def rules(self, kind: str, name: str) -> list[dict[str, Any]]:
+        return find(base_objects(), kind, name)["rules"]
+
+    def test_the_webhook_only_lists_and_watches_what_it_reads(self) -> None:
+        assert self.rules("ClusterRole", "pod-tailor-webhook") == [
+            {"apiGroups": [""], "resources": ["namespaces", "limitranges"], "verbs": ["list", "watch"]}
+        ]
+        assert self.rules("Role", "pod-tailor-webhook") == [
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list", "watch"]}
+        ]
+
+    def test_only_the_recommender_writes_and_only_configmaps_in_its_namespace(self) -> None:
+        assert self.rules("Role", "pod-tailor-recommender") == [
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list", "create", "update", "delete"]}
+        ]
+        writers = [
+            o
+            for o in base_objects()
+            if o["kind"] in ("Role", "ClusterRole")
+            for rule in o["rules"]
+            if set(rule["verbs"]) & {"create", "update", "patch", "delete"}
+        ]
+        assert [w["metadata"]["name"] for w in writers] == ["pod-tailor-recommender"]
+
+    def test_no_wildcards(self) -> None:
+        for obj in base_objects():
+            for rule in obj.get("rules", ()):
+                assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"]
+
+    def test_bindings_name_the_service_accounts_the_deployments_run_as(self) -> None:
+        objects = base_objects()
+        accounts = {
+            find(objects, "Deployment", d)["spec"]["template"]["spec"]["serviceAccountName"]
+            for d in ("pod-tailor", "pod-tailor-recommender")
+        }
+        bound = {s["name"] for o in objects if o["kind"].endswith("Binding") for s in o["subjects"]}
+        assert accounts == bound
+        assert accounts <= {o["metadata"]["name"] for o in objects if o["kind"] == "ServiceAccount"}
+
+
+def test_the_policy_configmap_holds_a_valid_policy() -> None:
+    from webhook.policy_files import load_policy_text
+
+    configmap = find(base_objects(), "ConfigMap", "pod-tailor-policy")
+    settings = Settings()
+    assert configmap["metadata"]["name"] == settings.policy_configmap
+    assert configmap["metadata"]["namespace"] == settings.namespace
+    assert "default" in load_policy_text(configmap["data"]["policy.yaml"]).policies
