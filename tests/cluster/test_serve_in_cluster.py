@@ -1,0 +1,133 @@
+"""`pod-tailor serve` as the manifests run it: `pod-tailor certs` certificate, cluster state from watches.
+
+A real process, a real TLS handshake verified with the generated CA under the Service's DNS name, and
+the fake API server for the cluster.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import socket
+import ssl
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubefake import FakeKube
+
+from webhook.certs_command import write_certificates
+
+from .helpers import wait_until
+
+SAMPLE = Path(__file__).resolve().parents[2] / "webhook" / "data" / "sample-review.json"
+SERVICE_NAME = "pod-tailor.pod-tailor.svc"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def https(port: int, ca: Path, method: str, path: str, body: bytes = b"") -> tuple[int, dict[str, Any]]:
+    """One HTTP/1.1 request over TLS, verifying the certificate for the in-cluster Service name."""
+    context = ssl.create_default_context(cafile=str(ca))
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+        context.wrap_socket(raw, server_hostname=SERVICE_NAME) as tls,
+    ):
+        head = (
+            f"{method} {path} HTTP/1.1\r\nHost: {SERVICE_NAME}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        )
+        tls.sendall(head.encode() + body)
+        data = b""
+        while chunk := tls.recv(65536):
+            data += chunk
+    status_line, _, rest = data.partition(b"\r\n")
+    _, _, payload = rest.partition(b"\r\n\r\n")
+    return int(status_line.split()[1]), json.loads(payload)
+
+
+def review(namespace: str) -> bytes:
+    document = json.loads(SAMPLE.read_text())
+    document["request"]["namespace"] = namespace
+    document["request"]["object"]["metadata"]["namespace"] = namespace
+    return json.dumps(document).encode()
+
+
+@pytest.fixture
+def served(kube: FakeKube, kubeconfig: Path, tmp_path: Path) -> Iterator[tuple[int, Path]]:
+    kube.put(
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": "shop", "labels": {"pod-tailor.io/mode": "dry-run"}},
+        }
+    )
+    kube.put(
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": "prod", "labels": {"pod-tailor.io/mode": "enforce"}},
+        }
+    )
+    kube.put(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "pod-tailor-policy", "namespace": "pod-tailor"},
+            "data": {"policy.yaml": "policies:\n  batch:\n    features: {probes: false}\n"},
+        }
+    )
+    files = write_certificates(tmp_path / "tls")
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("POD_TAILOR_", "KUBERNETES_"))}
+    env |= {"POD_TAILOR_CERT_FILE": str(files["tls.crt"]), "POD_TAILOR_KEY_FILE": str(files["tls.key"])}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "webhook.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
+         "--kubeconfig", str(kubeconfig), "--log-level", "warning"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(
+                        process.stderr.read().decode() if process.stderr else "no output"
+                    ) from None
+                time.sleep(0.05)
+        yield port, files["ca.crt"]
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def test_readyz_reports_the_cluster_sync_and_the_configmap_policy(served: tuple[int, Path]) -> None:
+    port, ca = served
+    wait_until(lambda: https(port, ca, "GET", "/readyz")[0] == 200, what="ready")
+    _, details = https(port, ca, "GET", "/readyz")
+    assert details["pending"] == []
+    assert details["notes"]["cluster"].startswith("watching kubeconfig")
+    assert "batch" in details["policies"]
+    assert "policy from ConfigMap pod-tailor/pod-tailor-policy" in details["snapshots"]["cluster"]
+
+
+def test_namespace_labels_from_the_watch_decide_dry_run_or_enforce(served: tuple[int, Path]) -> None:
+    port, ca = served
+    wait_until(lambda: https(port, ca, "GET", "/readyz")[0] == 200, what="ready")
+    _, dry = https(port, ca, "POST", "/mutate", review("shop"))
+    _, enforced = https(port, ca, "POST", "/mutate", review("prod"))
+    assert "patch" not in dry["response"]
+    assert dry["response"]["warnings"]
+    assert json.loads(base64.b64decode(enforced["response"]["patch"]))
