@@ -5,15 +5,14 @@ ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 \
-    PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    PIP_ONLY_BINARY=:all:
+    PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN python -m venv /opt/pod-tailor
 WORKDIR /src
 # Dependencies in their own layer: rebuilt only when pyproject.toml changes, not on every code change.
 COPY pyproject.toml ./
 RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" \
         > /tmp/requirements.txt \
-    && /opt/pod-tailor/bin/pip install --requirement /tmp/requirements.txt
+    && /opt/pod-tailor/bin/pip install --only-binary=:all: --requirement /tmp/requirements.txt
 COPY README.md ./
 COPY webhook ./webhook
 RUN /opt/pod-tailor/bin/pip install --no-deps . \
