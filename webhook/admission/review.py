@@ -70,7 +70,23 @@ def _check_pod(obj: Any, uid: str) -> BadRequest | None:
             f"request.object is a {obj.get('apiVersion')}/{obj.get('kind')}, not a v1/Pod", uid
         )
     problem = malformed(obj)
-    return None if problem is None else BadRequest(f"request.object is not a usable Pod: {problem}", uid)
+    if problem is not None:
+        return BadRequest(f"request.object is not a usable Pod: {problem}", uid)
+    # The API server sends a decoded, typed Pod; these shapes can only come from a broken client.
+    metadata = obj.get("metadata") or {}
+    for key in ("name", "generateName", "namespace"):
+        if not isinstance(metadata.get(key, ""), str | None):
+            return BadRequest(f"request.object.metadata.{key} must be a string", uid)
+    for key in ("labels", "annotations"):
+        entries = metadata.get(key)
+        if entries is not None and not (
+            isinstance(entries, dict) and all(isinstance(value, str) for value in entries.values())
+        ):
+            return BadRequest(f"request.object.metadata.{key} must map strings to strings", uid)
+    owners = metadata.get("ownerReferences")
+    if owners is not None and not (isinstance(owners, list) and all(isinstance(o, dict) for o in owners)):
+        return BadRequest("request.object.metadata.ownerReferences must be a list of objects", uid)
+    return None
 
 
 def parse_review(body: bytes) -> Review | BadRequest:
