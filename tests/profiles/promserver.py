@@ -39,7 +39,8 @@ def free_port() -> int:
 def require_binaries() -> None:
     missing = [name for name in ("prometheus", "promtool") if shutil.which(name) is None]
     if missing:
-        raise RuntimeError(f"{' and '.join(missing)} not installed (scripts/test installs Debian's prometheus)")
+        names = " and ".join(missing)
+        raise RuntimeError(f"{names} not installed (scripts/test installs Debian's prometheus)")
 
 
 def backfill(openmetrics: Path, data_dir: Path) -> float:

@@ -36,11 +36,17 @@ class BuildSettings:
     window: str = "14d"  # how much history to read
     step: str = "1m"  # resolution of the usage series (subquery and range step)
     rate_window: str = "5m"  # the `rate()` window over the CPU counter (>= 2 scrape intervals)
+    # Resolution of each series' first and last time seen (the "hours of history"): coarse, because
+    # that query is the most expensive per point; hours are exact to this step at each end.
+    coverage_step: str = "10m"
     namespaces: tuple[str, ...] = ()  # empty: every namespace
+    # Series with fewer samples than this (short-lived Pods: Jobs, churn) are fetched whole, so their
+    # share of the pooled percentile is exact rather than interpolated between a few quantiles.
+    raw_limit: int = 1000
     strategy: StrategySettings = field(default_factory=StrategySettings)
 
     def __post_init__(self) -> None:
-        for name in ("window", "step", "rate_window"):
+        for name in ("window", "step", "rate_window", "coverage_step"):
             queries.duration(getattr(self, name))  # raises ValueError naming the bad text
         if queries.duration(self.step) > queries.duration(self.window):
             raise ValueError(f"step {self.step} is longer than the window {self.window}")
@@ -119,18 +125,55 @@ def _slice_stats(
         quantiles[sid].append(qs)
     out: dict[_SeriesId, list[SeriesStats]] = defaultdict(list)
     for (sid, index), stats in mem.items():
-        if "count" not in stats or "first" not in stats:
+        if "count" not in stats:
             continue
+        # A series shorter than the coverage step may never be seen at a step: it counts no hours.
+        first = stats.get("first", stats.get("last", 0.0))
         out[sid].append(
             SeriesStats(
                 samples=int(stats["count"]),
-                first=stats["first"],
-                last=stats.get("last", stats["first"]),
+                first=first,
+                last=stats.get("last", first),
                 memory_peak=stats.get("max"),
                 cpu_quantiles=by_slice.get((sid, index), {}),
             )
         )
     return out
+
+
+def _fetch_short_series(
+    prom: Prometheus, settings: BuildSettings, stats: dict[_SeriesId, list[SeriesStats]], *, end: float
+) -> None:
+    """Replace the quantile summaries of short series by all their values (one query per 500 Pods)."""
+    short = sorted(sid for sid, parts in stats.items() if sum(p.samples for p in parts) < settings.raw_limit)
+    pods = sorted({(sid[0], sid[1]) for sid in short})
+    values: dict[_SeriesId, list[float]] = defaultdict(list)
+    for lo in range(0, len(pods), 500):
+        chunk = pods[lo : lo + 500]
+        query = queries.cpu_values(
+            sorted({ns for ns, _ in chunk}) or settings.namespaces,
+            [pod for _, pod in chunk],
+            rate_window=queries.duration(settings.rate_window),
+        )
+        step = queries.duration(settings.step)
+        window = queries.duration(settings.window)
+        for series in prom.range(query, start=end - window + step, end=end, step=step):
+            sid = _series_id(dict(series.labels))
+            if sid is not None:
+                values[sid] += [max(v, 0.0) for _, v in series.points]
+    for sid in short:
+        if values.get(sid):
+            parts = stats[sid]
+            peaks = [p.memory_peak for p in parts if p.memory_peak is not None]
+            stats[sid] = [
+                SeriesStats(
+                    samples=sum(p.samples for p in parts),
+                    first=min(p.first for p in parts),
+                    last=max(p.last for p in parts),
+                    memory_peak=max(peaks) if peaks else None,
+                    cpu_values=tuple(values[sid]),
+                )
+            ]
 
 
 def _startups(
@@ -177,7 +220,10 @@ def build_profiles(
     owners = Owners.from_samples(prom.instant(queries.owners_query(ns, span=window), at=end))
     progress(f"  owners: {len(owners.pods)} pods known to kube-state-metrics")
     grid = settings.strategy.quantile_grid()
-    memory = collector.sliced("memory", lambda span: queries.memory_stats(ns, span=span, step=collector.step))
+    coverage = queries.duration(settings.coverage_step)
+    memory = collector.sliced(
+        "memory", lambda span: queries.memory_stats(ns, span=span, coverage_step=coverage)
+    )
     cpu = collector.sliced(
         "cpu",
         lambda span: queries.cpu_stats(
@@ -185,6 +231,7 @@ def build_profiles(
         ),
     )
     stats = _slice_stats(memory, cpu)
+    _fetch_short_series(prom, settings, stats, end=end)
     oom: dict[_SeriesId, int] = {}
     for sample in prom.instant(queries.oom_kills(ns, span=window), at=end):
         sid = _series_id(dict(sample.labels))

@@ -57,10 +57,11 @@ class Owners:
             ns = labels.get("namespace")
             if not ns or not kind or kind == "<none>" or not name or name == "<none>":
                 continue
-            if labels.get("__name__") == "kube_pod_owner" and "pod" in labels:
+            # `max_over_time` drops the metric name: tell the series apart by their own labels.
+            if "pod" in labels:
                 owners.pods[(ns, labels["pod"])] = (kind, name)
-            elif labels.get("__name__") == "kube_replicaset_owner" and kind == "Deployment":
-                owners.replicasets[(ns, labels.get("replicaset", ""))] = name
+            elif "replicaset" in labels and kind == "Deployment":
+                owners.replicasets[(ns, labels["replicaset"])] = name
         return owners
 
     def workload(self, namespace: str, pod: str) -> WorkloadKey:

@@ -103,18 +103,31 @@ class Prometheus:
         return out
 
     def range(self, query: str, *, start: float, end: float, step: int) -> list[Series]:
-        """A range query, cut into pieces of at most 11,000 points per series and merged by labels."""
+        """A range query, cut into pieces of at most 11,000 points per series and merged by labels.
+
+        A piece Prometheus refuses for loading too many samples is halved and asked again.
+        """
         merged: dict[tuple[tuple[str, str], ...], list[tuple[float, float]]] = {}
-        for lo, hi in _pieces(start, end, step):
-            data = self._call(
-                "/api/v1/query_range",
-                {"query": query, "start": f"{lo:.3f}", "end": f"{hi:.3f}", "step": str(step)},
-            )
+        pending = list(_pieces(start, end, step))[::-1]
+        while pending:
+            lo, hi = pending.pop()
+            try:
+                data = self._call(
+                    "/api/v1/query_range",
+                    {"query": query, "start": f"{lo:.3f}", "end": f"{hi:.3f}", "step": str(step)},
+                )
+            except TooManySamplesError:
+                steps = int((hi - lo) // step)
+                if steps < 2:
+                    raise
+                middle = lo + (steps // 2) * step
+                pending += [(middle + step, hi), (lo, middle)]
+                continue
             for item in data["result"]:
                 key = tuple(sorted(item["metric"].items()))
                 points = merged.setdefault(key, [])
                 points += [(float(t), float(v)) for t, v in item["values"]]
-        return [Series(dict(key), tuple(points)) for key, points in merged.items()]
+        return [Series(dict(key), tuple(sorted(points))) for key, points in merged.items()]
 
 
 def _pieces(start: float, end: float, step: int) -> Iterator[tuple[float, float]]:

@@ -57,9 +57,14 @@ def _quote(value: str) -> str:
 
 
 def selector(metric: str, namespaces: Sequence[str] = (), *, containers: bool = True, **extra: str) -> str:
-    """`metric{container!="",container!="POD",namespace=~"a|b"}`; no namespaces means all of them."""
+    """`metric{container!="",container!="POD",namespace=~"a|b"}`; no namespaces means all of them.
+
+    `namespace` values are matched literally (regex-escaped); Prometheus anchors the regex.
+    """
     matchers = ['container!=""', 'container!="POD"'] if containers else []
-    if namespaces:
+    if len(namespaces) == 1:  # an equality matcher is cheaper and lets remote-read required_matchers apply
+        matchers.append(f"namespace={_quote(namespaces[0])}")
+    elif namespaces:
         matchers.append(f"namespace=~{_quote('|'.join(re.escape(ns) for ns in sorted(namespaces)))}")
     matchers += [f"{key}={_quote(value)}" for key, value in sorted(extra.items())]
     return f"{metric}{{{','.join(matchers)}}}"
@@ -90,17 +95,28 @@ def cpu_stats(
     return _union(parts)
 
 
-def memory_stats(namespaces: Sequence[str], *, span: int, step: int) -> str:
-    """Per container series: peak working set, sample count, first and last sample time over `span`."""
+def cpu_values(namespaces: Sequence[str], pods: Sequence[str], *, rate_window: int) -> str:
+    """The CPU usage rate of the named Pods (a range query; for short-lived Pods only: few points)."""
+    series = selector(CPU_METRIC, namespaces)[:-1] + f",pod=~{_quote('|'.join(re.escape(p) for p in pods))}}}"
+    return f"rate({series}[{promql_duration(rate_window)}])"
+
+
+def memory_stats(namespaces: Sequence[str], *, span: int, coverage_step: int) -> str:
+    """Per container series: peak working set, sample count, first and last time seen over `span`.
+
+    First and last are read at `coverage_step` (the time of the first and last step at which the
+    series has a sample within the lookback). `timestamp(-x)` rather than `timestamp(x)`: on a bare
+    selector inside a subquery the latter is some 50 times slower in Prometheus 2.x.
+    """
     series = selector(MEMORY_METRIC, namespaces)
     window = promql_duration(span)
-    sub = f"[{window}:{promql_duration(step)}]"
+    sub = f"[{window}:{promql_duration(coverage_step)}]"
     return _union(
         [
             stat_label(f"max_over_time({series}[{window}])", "max"),
             stat_label(f"count_over_time({series}[{window}])", "count"),
-            stat_label(f"min_over_time(timestamp({series}){sub})", "first"),
-            stat_label(f"max_over_time(timestamp({series}){sub})", "last"),
+            stat_label(f"min_over_time(timestamp(-{series}){sub})", "first"),
+            stat_label(f"max_over_time(timestamp(-{series}){sub})", "last"),
         ]
     )
 

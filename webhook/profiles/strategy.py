@@ -9,6 +9,7 @@ stays honest under churn, where a short-lived Pod must not count as much as one 
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,9 +23,11 @@ __all__ = [
     "StrategySettings",
     "confidence",
     "covered_hours",
+    "exact_quantile",
     "mixture_quantile",
     "recommend",
     "round_up",
+    "series_knots",
     "startup_phase",
 ]
 
@@ -74,8 +77,14 @@ class StrategySettings:
         return self.cpu_percentile / 100
 
     def quantile_grid(self) -> tuple[float, ...]:
-        """CPU quantiles to fetch per series: the target, the median and the max (for the mixture)."""
-        return tuple(sorted({0.5, round(self.quantile, 6), 1.0}))
+        """CPU quantiles fetched per series for the mixture: the target, one knot either side, the max.
+
+        Knots close to the target matter: between knots the CDF is taken as linear, which is poor
+        across the gap between a quiet baseline and bursts (a short Pod with or without a burst).
+        """
+        q = self.quantile
+        knots = {round(max(q - 0.05, q / 2), 6), round(q, 6), round((1 + q) / 2, 6), 1.0}
+        return tuple(sorted(knots))
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +96,7 @@ class SeriesStats:
     last: float
     memory_peak: float | None = None  # bytes
     cpu_quantiles: Mapping[float, float] = field(default_factory=dict)  # quantile (1.0 = max) -> cores
+    cpu_values: Sequence[float] = ()  # every usage value, when the series is short enough to fetch whole
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,31 +121,60 @@ def covered_hours(intervals: Iterable[tuple[float, float]]) -> float:
 
 
 def _cdf(knots: Sequence[tuple[float, float]], x: float) -> float:
-    """Piecewise-linear CDF through (value, quantile) knots, starting from (0, 0)."""
-    prev_v, prev_q = 0.0, 0.0
-    for value, q in knots:
+    """Piecewise-linear CDF through (value, probability) knots, starting from (0, 0)."""
+    prev_v, prev_p = 0.0, 0.0
+    for value, p in knots:
         if x < value:
             if value <= prev_v:
-                return prev_q
-            return prev_q + (q - prev_q) * (x - prev_v) / (value - prev_v)
-        prev_v, prev_q = value, q
+                return prev_p
+            return prev_p + (p - prev_p) * (x - prev_v) / (value - prev_v)
+        prev_v, prev_p = value, p
     return 1.0
 
 
-def mixture_quantile(components: Sequence[tuple[int, Mapping[float, float]]], q: float) -> float:
-    """The q-quantile of a sample-weighted mixture of series known by a few of their quantiles.
+def _position(q: float, n: int) -> float:
+    """Where the linear-interpolation q-quantile of n points sits on the CDF (Hazen: rank + 1/2 over n)."""
+    return (q * (n - 1) + 0.5) / n
 
-    The value where the weighted piecewise-linear CDFs reach q, found by bisection (the mixture CDF is
-    monotone); exact when every component has the same value at q and q is one of the known quantiles.
+
+def series_knots(stats: SeriesStats) -> list[tuple[float, float]]:
+    """(cores, cumulative probability) knots of a series known by its quantiles (Hazen positions)."""
+    n = max(stats.samples, 1)
+    return sorted((v, _position(q, n)) for q, v in stats.cpu_quantiles.items())
+
+
+def exact_quantile(values: Sequence[float], q: float) -> float:
+    """Linear interpolation between closest ranks, as Prometheus' `quantile_over_time` computes it."""
+    ordered = sorted(values)
+    rank = q * (len(ordered) - 1)
+    lo = math.floor(rank)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (rank - lo)
+
+
+def mixture_quantile(
+    summaries: Sequence[tuple[int, Sequence[tuple[float, float]]]], values: Sequence[float], q: float
+) -> float:
+    """The q-quantile of all usage pooled: series known by (value, CDF) knots plus series known whole.
+
+    With only whole series this is the exact quantile of the pooled values. Otherwise the pooled CDF
+    (sample-weighted piecewise-linear CDFs, plus the exact count of known values) is solved for q by
+    bisection; knots sit at Hazen positions, so a series known by its q-quantile answers exactly that.
     """
-    usable = [(n, sorted((v, k) for k, v in qs.items())) for n, qs in components if n > 0 and qs]
+    usable = [(n, knots) for n, knots in summaries if n > 0 and knots]
     if not usable:
-        raise ValueError("no components")
-    total = sum(n for n, _ in usable)
-    lo, hi = 0.0, max(v for _, knots in usable for v, _ in knots)
+        if not values:
+            raise ValueError("no usage data")
+        return exact_quantile(values, q)
+    ordered = sorted(values)
+    total = sum(n for n, _ in usable) + len(ordered)
+    target = _position(q, total)
+    lo = 0.0
+    hi = max([v for _, knots in usable for v, _ in knots] + ordered[-1:])
     for _ in range(100):
         mid = (lo + hi) / 2
-        if sum(n * _cdf(knots, mid) for n, knots in usable) / total < q:
+        below = sum(n * _cdf(knots, mid) for n, knots in usable) + bisect.bisect_right(ordered, mid)
+        if below / total < target:
             lo = mid
         else:
             hi = mid
@@ -177,14 +216,15 @@ def recommend(history: ContainerHistory, *, settings: StrategySettings, window: 
             f"only {hours:.1f}h and {samples} samples of history "
             f"(needs {settings.min_hours:g}h and {settings.min_samples})"
         )
-    cpu_components = [(s.samples, s.cpu_quantiles) for s in series if s.cpu_quantiles]
+    summaries = [(s.samples, series_knots(s)) for s in series if s.cpu_quantiles and not s.cpu_values]
+    values = [v for s in series for v in s.cpu_values]
     peaks = [s.memory_peak for s in series if s.memory_peak is not None]
-    if not cpu_components:
+    if not summaries and not values:
         return NoRecommendation("no CPU usage series (container_cpu_usage_seconds_total)")
     if not peaks:
         return NoRecommendation("no memory series (container_memory_working_set_bytes)")
     cpu = round_up(
-        mixture_quantile(cpu_components, settings.quantile), settings.cpu_step, settings.min_cpu
+        mixture_quantile(summaries, values, settings.quantile), settings.cpu_step, settings.min_cpu
     )
     peak = max(peaks)
     memory_need = peak * (1 + settings.memory_margin)

@@ -1,0 +1,63 @@
+"""One real Prometheus per test session, backfilled with the synthetic cluster of `scenarios.py`."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import scenarios
+from promserver import PromServer, backfill
+from synthetic import Observed, write_openmetrics
+
+from webhook.profiles.build import BuildResult, BuildSettings, build_profiles
+from webhook.profiles.prometheus import Prometheus
+from webhook.profiles.strategy import StrategySettings
+
+
+@dataclass(frozen=True)
+class History:
+    prometheus: PromServer
+    observed: Observed
+    data_dir: Path
+
+
+def test_settings(**overrides: object) -> BuildSettings:
+    """The build settings matching the synthetic data: 5-minute steps, a rate over two of them."""
+    strategy = StrategySettings(startup_window_seconds=scenarios.STARTUP_WINDOW)
+    values: dict[str, object] = {
+        "window": "14d", "step": "5m", "rate_window": "10m", "coverage_step": "5m",
+        "strategy": strategy,
+    }
+    values.update(overrides)
+    return BuildSettings(**values)  # type: ignore[arg-type]
+
+
+test_settings.__test__ = False  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="session")
+def history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[History]:
+    root = tmp_path_factory.mktemp("prometheus")
+    source = root / "history.om"
+    with source.open("w") as out:
+        observed = write_openmetrics(scenarios.workloads(), out, step=scenarios.STEP)
+    backfill(source, root / "data")
+    source.unlink()
+    with PromServer(root / "data") as server:
+        yield History(server, observed, root / "data")
+
+
+@pytest.fixture(scope="session")
+def built(history: History) -> BuildResult:
+    """The default build over all namespaces except the one wired to fail (`partial`)."""
+    prom = Prometheus(history.prometheus.url)
+    try:
+        return build_profiles(prom, test_settings(namespaces=("shop",)), end=scenarios.END)
+    finally:
+        prom.close()

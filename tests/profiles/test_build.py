@@ -1,0 +1,176 @@
+"""Recommendations built from a real, backfilled Prometheus match the analytic value of each shape.
+
+Tolerances: CPU is the pooled percentile of the usage values Prometheus sees, within 3 % (the
+mixture of per-Pod quantiles is exact for alike replicas; diurnal and churned Pods differ a little)
+plus the 5m rounding step; memory is the exact peak x margin, rounded up to the next MiB.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+import scenarios
+from conftest import History, test_settings
+from synthetic import MIB, quantile
+
+from webhook.core.profile import NoRecommendation, Recommendation
+from webhook.core.workload import WorkloadKey
+from webhook.profiles.build import BuildResult, build_profiles
+from webhook.profiles.prometheus import Prometheus
+
+CPU_STEP = Decimal("0.005")
+
+
+def _profile(built: BuildResult, kind: str, name: str, container: str = "app") -> Recommendation:
+    entry = built.document.workloads[WorkloadKey("shop", kind, name)]
+    profile = entry.containers[container]
+    assert isinstance(profile, Recommendation), profile
+    return profile
+
+
+def _cpu_expected(history: History, key: str, container: str = "app") -> float:
+    return quantile(history.observed.cpu[(key, container)], 0.95)
+
+
+def _memory_expected(history: History, key: str, *, factor: float = 1.15, container: str = "app") -> float:
+    return max(history.observed.memory[(key, container)]) * factor
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "container"),
+    [
+        ("Deployment", "steady", "app"),
+        ("Deployment", "diurnal", "app"),
+        ("Deployment", "spiky", "app"),
+        ("Deployment", "jvm", "app"),
+        ("Deployment", "growing", "app"),
+        ("Deployment", "checkout", "app"),
+        ("Deployment", "checkout", "envoy"),
+        ("StatefulSet", "db", "postgres"),
+        ("CronJob", "nightly", "job"),
+    ],
+)
+def test_cpu_request_is_the_p95_of_the_pooled_usage(
+    history: History, built: BuildResult, kind: str, name: str, container: str
+) -> None:
+    expected = _cpu_expected(history, f"shop/{kind}/{name}", container)
+    got = float(_profile(built, kind, name, container).cpu)
+    assert expected * 0.97 <= got <= expected * 1.03 + float(CPU_STEP), (got, expected)
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "container"),
+    [
+        ("Deployment", "steady", "app"),
+        ("Deployment", "diurnal", "app"),
+        ("Deployment", "spiky", "app"),
+        ("Deployment", "growing", "app"),
+        ("Deployment", "checkout", "app"),
+        ("Deployment", "checkout", "envoy"),
+        ("StatefulSet", "db", "postgres"),
+    ],
+)
+def test_memory_request_is_the_peak_plus_15_percent(
+    history: History, built: BuildResult, kind: str, name: str, container: str
+) -> None:
+    expected = _memory_expected(history, f"shop/{kind}/{name}", container=container)
+    got = float(_profile(built, kind, name, container).memory)
+    assert expected <= got < expected + MIB, (got / MIB, expected / MIB)
+
+
+def test_slow_memory_growth_is_sized_from_the_latest_peak_not_the_average(built: BuildResult) -> None:
+    got = _profile(built, "Deployment", "growing").memory
+    assert got >= Decimal(400 * MIB) * Decimal("1.15") - MIB
+
+
+def test_an_oom_killed_container_gets_at_least_the_vpa_bump(history: History, built: BuildResult) -> None:
+    profile = _profile(built, "Deployment", "oomy")
+    peak = max(history.observed.memory[("shop/Deployment/oomy", "app")])
+    expected = max(peak * 1.15, peak * 1.2, peak + 100 * MIB)
+    assert profile.evidence.oom_kills == 1
+    assert expected <= float(profile.memory) < expected + MIB
+    assert float(profile.memory) >= peak + 100 * MIB
+
+
+def test_the_jvm_start_up_spike_is_recorded_without_raising_the_steady_request(built: BuildResult) -> None:
+    profile = _profile(built, "Deployment", "jvm")
+    assert profile.startup_cpu == Decimal("2")
+    assert profile.cpu < Decimal("0.4")
+    # The spike ends SPIKE_AGE s after the start; rate() over two 5m steps sees it up to two steps late.
+    assert profile.startup_seconds is not None
+    assert scenarios.SPIKE_AGE <= profile.startup_seconds <= scenarios.SPIKE_AGE + 2 * scenarios.STEP
+
+
+def test_steady_workloads_record_start_up_cpu_but_no_start_up_phase(built: BuildResult) -> None:
+    profile = _profile(built, "Deployment", "steady")
+    assert profile.startup_seconds is None
+
+
+def test_a_brand_new_workload_gets_no_recommendation_with_the_reason(built: BuildResult) -> None:
+    profile = built.document.workloads[WorkloadKey("shop", "Deployment", "fresh")].containers["app"]
+    assert isinstance(profile, NoRecommendation)
+    assert "only 1.9h" in profile.reason
+    assert "needs 24h" in profile.reason
+
+
+def test_pods_of_every_replicaset_hash_pool_into_one_deployment(built: BuildResult) -> None:
+    names = {key.name for key in built.document.workloads if key.kind == "Deployment"}
+    assert "checkout" in names
+    assert not any(name.startswith("checkout-") for name in names)
+    evidence = _profile(built, "Deployment", "checkout").evidence
+    assert 335 <= evidence.hours <= 336  # the union of 44 churned Pods' lives covers the whole window
+    assert evidence.samples > 4 * 4000  # four replicas' samples all count
+
+
+@pytest.mark.parametrize(
+    ("kind", "name"),
+    [("Deployment", "steady"), ("StatefulSet", "db"), ("CronJob", "nightly"), ("Deployment", "checkout")],
+)
+def test_workloads_are_identified_like_the_admission_side_does(
+    built: BuildResult, kind: str, name: str
+) -> None:
+    assert WorkloadKey("shop", kind, name) in built.document.workloads
+
+
+def test_evidence_names_window_percentile_margin_and_confidence(built: BuildResult) -> None:
+    evidence = _profile(built, "Deployment", "steady").evidence
+    assert (evidence.window, evidence.cpu_percentile, evidence.memory_margin) == ("14d", 95.0, 0.15)
+    assert 0.9 < evidence.confidence <= 1.0
+    assert evidence.samples == 2 * 4032
+
+
+def test_current_requests_come_from_kube_state_metrics(built: BuildResult) -> None:
+    entry = built.document.workloads[WorkloadKey("shop", "Deployment", "checkout")]
+    assert entry.current["app"] == {"cpu": Decimal("1.0"), "memory": Decimal(1024 * MIB)}
+
+
+def test_a_build_takes_a_handful_of_queries_whatever_the_number_of_pods(built: BuildResult) -> None:
+    pods = 2 + 2 + 3 + 14 + 1 + 2 + 1 + 44 + 2 + 14
+    assert built.series > pods
+    assert built.queries <= 9
+
+
+def test_a_build_that_hits_max_samples_splits_the_window_and_agrees(
+    history: History, built: BuildResult, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # A second server over a copy of the same blocks, with a sample limit the full window exceeds.
+    import shutil
+
+    from promserver import PromServer
+
+    copy = tmp_path_factory.mktemp("limited") / "data"
+    shutil.copytree(history.data_dir, copy, ignore=shutil.ignore_patterns("lock", "wal", "chunks_head"))
+    with PromServer(copy, max_samples=200_000) as server:
+        prom = Prometheus(server.url)
+        split = build_profiles(prom, test_settings(namespaces=("shop",)), end=scenarios.END)
+        prom.close()
+    assert split.queries > built.queries
+    for key, entry in built.document.workloads.items():
+        for container, profile in entry.containers.items():
+            other = split.document.workloads[key].containers[container]
+            assert type(other) is type(profile)
+            if isinstance(profile, Recommendation):
+                assert isinstance(other, Recommendation)
+                assert other.memory == profile.memory
+                assert abs(other.cpu - profile.cpu) <= profile.cpu * Decimal("0.03") + CPU_STEP, key
