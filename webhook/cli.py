@@ -12,7 +12,13 @@ from webhook import __version__
 __all__ = ["main"]
 
 # Modules exposing `register(subparsers)`; each sets `func(args) -> int` on its parser.
-COMMANDS = ("webhook.preview", "webhook.server.command", "webhook.profiles.cli", "webhook.certs_command")
+COMMANDS = (
+    "webhook.preview",
+    "webhook.server.command",
+    "webhook.profiles.cli",
+    "webhook.certs_command",
+    "webhook.kubectl_preview",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
