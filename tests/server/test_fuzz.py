@@ -66,7 +66,7 @@ def _containers(node: Any) -> Iterator[tuple[Any, Any]]:
 @st.composite
 def mutated_reviews(draw: st.DrawFn) -> dict[str, Any]:
     """A corpus review with a few random edits: values replaced, keys dropped or added."""
-    review = orjson.loads(orjson.dumps(draw(st.sampled_from(REVIEWS))))
+    review: dict[str, Any] = orjson.loads(orjson.dumps(draw(st.sampled_from(REVIEWS))))
     review["request"]["namespace"] = draw(st.sampled_from(NAMESPACES))
     review["request"]["dryRun"] = draw(st.booleans())
     for _ in range(draw(st.integers(1, 4))):
