@@ -26,13 +26,17 @@ DELETE; `/version`.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import copy
 import json
+import random
 import select
 import socket
+import ssl
 import threading
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -44,7 +48,7 @@ from urllib.parse import parse_qs, urlsplit
 import jsonpatch
 import yaml
 
-__all__ = ["FakeKube", "Resource", "status_object", "write_kubeconfig"]
+__all__ = ["FakeKube", "MutatingWebhook", "Resource", "selector_matches", "status_object", "write_kubeconfig"]
 
 Obj = dict[str, Any]
 
@@ -112,6 +116,93 @@ class _Event:
     obj: Obj
 
 
+def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
+    """A metav1.LabelSelector (matchLabels, matchExpressions) against labels; None/{} matches all."""
+    if not selector:
+        return True
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for expression in selector.get("matchExpressions") or ():
+        key, operator, values = expression["key"], expression["operator"], expression.get("values") or []
+        present = key in labels
+        if (
+            (operator == "In" and not (present and labels[key] in values))
+            or (operator == "NotIn" and present and labels[key] in values)
+            or (operator == "Exists" and not present)
+            or (operator == "DoesNotExist" and present)
+        ):
+            return False
+    return True
+
+
+@dataclass
+class MutatingWebhook:
+    entry: dict[str, Any]
+    url: str
+    ca_file: str
+
+    @property
+    def name(self) -> str:
+        return str(self.entry.get("name", "webhook"))
+
+    @property
+    def failure_policy(self) -> str:
+        return str(self.entry.get("failurePolicy", "Fail"))
+
+    def intercepts(self, resource: Resource, operation: str) -> bool:
+        group = (
+            "" if resource.prefix == "/api/v1" else resource.prefix.removeprefix("/apis/").partition("/")[0]
+        )
+        return any(
+            operation in rule.get("operations", ()) or "*" in rule.get("operations", ())
+            for rule in self.entry.get("rules") or ()
+            if resource.plural in rule.get("resources", ()) and group in rule.get("apiGroups", ())
+        )
+
+    def admit(self, resource: Resource, obj: Obj, *, dry_run: bool) -> tuple[Obj, list[str]]:
+        """One AdmissionReview round trip over HTTPS (verified with the CA); returns the patched object."""
+        group = (
+            "" if resource.prefix == "/api/v1" else resource.prefix.removeprefix("/apis/").partition("/")[0]
+        )
+        version = resource.api_version.rpartition("/")[2]
+        gvk = {"group": group, "version": version, "kind": resource.kind}
+        gvr = {"group": group, "version": version, "resource": resource.plural}
+        meta = obj.get("metadata") or {}
+        review = {
+            "kind": "AdmissionReview",
+            "apiVersion": "admission.k8s.io/v1",
+            "request": {
+                "uid": str(uuid.uuid4()),
+                "kind": gvk, "resource": gvr, "requestKind": gvk, "requestResource": gvr,
+                "name": "" if meta.get("generateName") else meta.get("name", ""),
+                "namespace": meta.get("namespace", ""),
+                "operation": "CREATE",
+                "userInfo": {"username": "kubernetes-admin", "groups": ["system:authenticated"]},
+                "object": obj,
+                "oldObject": None,
+                "dryRun": dry_run,
+                "options": {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1",
+                            **({"dryRun": ["All"]} if dry_run else {}), "fieldManager": "kubectl-create"},
+            },
+        }  # fmt: skip
+        timeout = float(self.entry.get("timeoutSeconds", 10))
+        context = ssl.create_default_context(cafile=self.ca_file)
+        request = urllib.request.Request(
+            f"{self.url}?timeout={int(timeout)}s",
+            data=json.dumps(review).encode(),
+            headers={"Content-Type": "application/json", "Accept": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=timeout, context=context) as answer:
+            response = json.loads(answer.read())["response"]
+        if not response.get("allowed", False):
+            raise RuntimeError(f"denied: {response.get('status')}")
+        patched = obj
+        if response.get("patch"):
+            patched = jsonpatch.apply_patch(obj, json.loads(base64.b64decode(response["patch"])))
+        return patched, list(response.get("warnings") or ())
+
+
 @dataclass
 class _Filter:
     resource: Resource
@@ -168,6 +259,7 @@ class FakeKube:
         self._cond = threading.Condition()
         self._watches: list[_Watch] = []
         self._failures: list[tuple[str, int]] = []  # (path prefix, HTTP code), consumed in order
+        self._webhooks: list[MutatingWebhook] = []
         self._server: ThreadingHTTPServer | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -272,6 +364,13 @@ class FakeKube:
             self._cond.notify_all()
             return len(dropped)
 
+    def add_mutating_webhook(self, entry: Mapping[str, Any], *, url: str, ca_file: str | Path) -> None:
+        """Call a real webhook on CREATE, like the API server: `entry` is one `webhooks[]` item of a
+        MutatingWebhookConfiguration (rules, namespaceSelector, objectSelector, failurePolicy are
+        honoured); `url` replaces its clientConfig (the Service is not reachable from a test)."""
+        with self._cond:
+            self._webhooks.append(MutatingWebhook(dict(entry), url, str(ca_file)))
+
     def fail_next(self, path_prefix: str, code: int = 500, *, times: int = 1) -> None:
         """The next `times` requests whose path starts with `path_prefix` get an error Status."""
         with self._cond:
@@ -314,11 +413,7 @@ class FakeKube:
         self._rv += 1
         meta["resourceVersion"] = str(self._rv)
         meta["uid"] = old["metadata"]["uid"] if old else str(uuid.uuid4())
-        meta["creationTimestamp"] = (
-            old["metadata"]["creationTimestamp"]
-            if old
-            else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        )
+        meta["creationTimestamp"] = old["metadata"]["creationTimestamp"] if old else _now()
         obj["apiVersion"], obj["kind"] = resource.api_version, resource.kind
         bucket[key] = obj
         self._publish(_Event(self._rv, "MODIFIED" if old else "ADDED", resource, copy.deepcopy(obj)))
@@ -346,6 +441,86 @@ class FakeKube:
             watch.dropped = True
             self._forget(watch)
 
+    def _admission_for(self, resource: Resource, obj: Obj) -> list[MutatingWebhook]:
+        with self._cond:
+            hooks = list(self._webhooks)
+            namespace = (obj.get("metadata") or {}).get("namespace", "")
+            ns_obj = self._objects.get(("/api/v1", "namespaces"), {}).get(("", namespace)) or {}
+            ns_labels = dict((ns_obj.get("metadata") or {}).get("labels") or {})
+        ns_labels.setdefault("kubernetes.io/metadata.name", namespace)
+        obj_labels = (obj.get("metadata") or {}).get("labels") or {}
+        return [
+            hook
+            for hook in hooks
+            if hook.intercepts(resource, "CREATE")
+            and selector_matches(hook.entry.get("namespaceSelector"), ns_labels)
+            and selector_matches(hook.entry.get("objectSelector"), obj_labels)
+        ]
+
+    def _discovery(self, path: str) -> Obj | None:
+        """Legacy discovery and a minimal OpenAPI v3 index, as much as kubectl needs to map kinds."""
+        with self._cond:
+            resources = list(self._resources.values())
+        prefixes = sorted({r.prefix for r in resources})
+        groups: dict[str, list[str]] = {}
+        for prefix in prefixes:
+            if prefix.startswith("/apis/"):
+                group, _, version = prefix.removeprefix("/apis/").partition("/")
+                groups.setdefault(group, []).append(version)
+        if path == "/api":
+            return {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []}
+        if path == "/apis":
+            return {
+                "kind": "APIGroupList",
+                "apiVersion": "v1",
+                "groups": [
+                    {
+                        "name": group,
+                        "versions": [{"groupVersion": f"{group}/{v}", "version": v} for v in versions],
+                        "preferredVersion": {
+                            "groupVersion": f"{group}/{versions[0]}",
+                            "version": versions[0],
+                        },
+                    }
+                    for group, versions in sorted(groups.items())
+                ],
+            }
+        if path in prefixes:
+            verbs = ["create", "delete", "get", "list", "patch", "update", "watch"]
+            return {
+                "kind": "APIResourceList",
+                "apiVersion": "v1",
+                "groupVersion": path.removeprefix("/api/").removeprefix("/apis/"),
+                "resources": [
+                    {"name": r.plural, "singularName": r.kind.lower(), "namespaced": r.namespaced,
+                     "kind": r.kind, "verbs": verbs}
+                    for r in resources
+                    if r.prefix == path
+                ],
+            }  # fmt: skip
+        if path == "/openapi/v3":
+            return {
+                "paths": {p.lstrip("/"): {"serverRelativeURL": f"/openapi/v3{p}?hash=0"} for p in prefixes}
+            }
+        if path.startswith("/openapi/v3/"):
+            prefix = path.removeprefix("/openapi/v3")
+            return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.30.4"}, "paths": {
+                # kubectl looks for fieldValidation among the PATCH parameters of the kind's item path.
+                (f"{prefix}/namespaces/{{namespace}}/{r.plural}" if r.namespaced else f"{prefix}/{r.plural}")
+                + "/{name}": {
+                    "patch": {
+                        "parameters": [{"name": name, "in": "query", "schema": {"type": "string"}}
+                                       for name in ("fieldValidation", "dryRun")],
+                        "x-kubernetes-action": "patch",
+                        "x-kubernetes-group-version-kind": {
+                            "group": prefix.removeprefix("/api/v1").removeprefix("/apis/").partition("/")[0],
+                            "version": r.api_version.rpartition("/")[2], "kind": r.kind},
+                    }
+                }
+                for r in resources if r.prefix == prefix
+            }}  # fmt: skip
+        return None
+
     def _forget(self, watch: _Watch) -> None:
         if watch in self._watches:
             self._watches.remove(watch)
@@ -368,6 +543,10 @@ class FakeKube:
             for _, obj in sorted(bucket.items())
             if selector.matches(selector.resource, obj)
         ]
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def _gone(requested: int, current: int) -> Obj:
@@ -410,9 +589,11 @@ class _Handler(BaseHTTPRequestHandler):
         return
 
     # -- plumbing --------------------------------------------------------------------------------
-    def _send_json(self, code: int, body: Obj) -> None:
+    def _send_json(self, code: int, body: Obj, *, warnings: list[str] = ()) -> None:  # type: ignore[assignment]
         data = json.dumps(body, separators=(",", ":")).encode()
         self.send_response(code)
+        for warning in warnings:
+            self.send_header("Warning", '299 - "' + warning.replace('"', "'") + '"')
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.send_header("Audit-Id", str(uuid.uuid4()))
@@ -470,6 +651,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if urlsplit(self.path).path.rstrip("/") == "/version":
             self._send_json(200, self.fake.version)
+            return
+        discovery = self.fake._discovery(urlsplit(self.path).path.rstrip("/"))
+        if discovery is not None:
+            self._send_json(200, discovery)
             return
         resource, namespace, name, query = self._route()
         if resource is None:
@@ -566,7 +751,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         if not self._pre("POST"):
             return
-        resource, namespace, name, _ = self._route()
+        resource, namespace, name, query = self._route()
         body = self._body()
         if resource is None or name is not None or not isinstance(body, dict):
             self._error(405 if resource else 404, "MethodNotAllowed", "cannot POST here")
@@ -574,6 +759,21 @@ class _Handler(BaseHTTPRequestHandler):
         meta = body.setdefault("metadata", {})
         if resource.namespaced:
             meta["namespace"] = namespace or meta.get("namespace") or "default"
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = meta["generateName"] + "".join(random.choices("bcdfghjklmnpqrstvwxz2456789", k=5))
+        dry_run = query.get("dryRun", [""])[0] == "All"
+        # Mutating admission, as the API server does it: webhooks are called over HTTPS, their JSON
+        # patches applied in order, their warnings returned as `Warning` headers.
+        warnings: list[str] = []
+        for webhook in self.fake._admission_for(resource, body):
+            try:
+                body, added = webhook.admit(resource, body, dry_run=dry_run)
+            except Exception as exc:  # failurePolicy Ignore: the object goes on unchanged
+                if webhook.failure_policy == "Fail":
+                    self._error(500, "InternalError", f'failed calling webhook "{webhook.name}": {exc}')
+                    return
+                continue
+            warnings += added
         with self.fake._cond:
             bucket = self.fake._objects.get((resource.prefix, resource.plural), {})
             if (meta.get("namespace", ""), meta.get("name")) in bucket:
@@ -585,8 +785,13 @@ class _Handler(BaseHTTPRequestHandler):
                     kind=resource.plural,
                 )
                 return
-            stored = self.fake._store(resource, body)
-        self._send_json(201, stored)
+            if dry_run:
+                stored = copy.deepcopy(body)
+                stored["metadata"] |= {"uid": str(uuid.uuid4()), "creationTimestamp": _now()}
+                stored["apiVersion"], stored["kind"] = resource.api_version, resource.kind
+            else:
+                stored = self.fake._store(resource, body)
+        self._send_json(201, stored, warnings=warnings)
 
     def do_PUT(self) -> None:
         if not self._pre("PUT"):
