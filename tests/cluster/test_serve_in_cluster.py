@@ -8,12 +8,8 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import socket
 import ssl
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,16 +19,10 @@ from kubefake import FakeKube
 
 from webhook.certs_command import write_certificates
 
-from .helpers import wait_until
+from .helpers import pod_tailor_serve, wait_until
 
 SAMPLE = Path(__file__).resolve().parents[2] / "webhook" / "data" / "sample-review.json"
 SERVICE_NAME = "pod-tailor.pod-tailor.svc"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def https(port: int, ca: Path, method: str, path: str, body: bytes = b"") -> tuple[int, dict[str, Any]]:
@@ -87,30 +77,8 @@ def served(kube: FakeKube, kubeconfig: Path, tmp_path: Path) -> Iterator[tuple[i
         }
     )
     files = write_certificates(tmp_path / "tls")
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("POD_TAILOR_", "KUBERNETES_"))}
-    env |= {"POD_TAILOR_CERT_FILE": str(files["tls.crt"]), "POD_TAILOR_KEY_FILE": str(files["tls.key"])}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "webhook.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
-         "--kubeconfig", str(kubeconfig), "--log-level", "warning"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(
-                        process.stderr.read().decode() if process.stderr else "no output"
-                    ) from None
-                time.sleep(0.05)
+    with pod_tailor_serve(cert=files["tls.crt"], key=files["tls.key"], kubeconfig=kubeconfig) as port:
         yield port, files["ca.crt"]
-    finally:
-        process.terminate()
-        process.wait(10)
 
 
 def test_readyz_reports_the_cluster_sync_and_the_configmap_policy(served: tuple[int, Path]) -> None:
