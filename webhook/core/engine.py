@@ -38,11 +38,11 @@ __all__ = ["decide", "tailor"]
 def _pod_level_resources(pod: Mapping[str, Any]) -> frozenset[str]:
     """Resources the author sized for the Pod as a whole (spec.resources): containers share that budget."""
     pod_resources = pod["spec"].get("resources")
-    if not isinstance(pod_resources, Mapping):
+    if not isinstance(pod_resources, dict):
         return frozenset()
     names: set[str] = set()
     for section in ("requests", "limits"):
-        if isinstance(pod_resources.get(section), Mapping):
+        if isinstance(pod_resources.get(section), dict):
             names.update(str(key) for key in pod_resources[section])
     return frozenset(names)
 

@@ -17,9 +17,16 @@ __all__ = ["PatchBuilder", "pointer"]
 Path = tuple[str | int, ...]
 
 
+def _escape(part: str | int) -> str:
+    text = str(part)
+    if "~" in text or "/" in text:
+        return text.replace("~", "~0").replace("/", "~1")
+    return text
+
+
 def pointer(path: Path) -> str:
     """RFC 6901 pointer for `path`, escaping `~` and `/` in keys (`pod-tailor.io~1injected`)."""
-    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in path)
+    return "/" + "/".join(map(_escape, path)) if path else ""
 
 
 class PatchBuilder:
@@ -37,15 +44,18 @@ class PatchBuilder:
     def set(self, path: Path, value: Any) -> None:
         """Set `path` to `value`: `add` for a new member, `replace` for an existing one."""
         node: Any = self._pod
-        for depth, key in enumerate(path[:-1]):
-            prefix = path[: depth + 1]
-            if prefix in self._created:
-                self._fill(self._created[prefix], path[depth + 1 :], value, prefix)
-                return
-            child = node[key] if isinstance(key, int) else node.get(key)
+        for depth in range(len(path) - 1):
+            key = path[depth]
+            child = node[key] if key.__class__ is int else node.get(key)
             if child is None:
-                new = self._build(path[depth + 1 :], value, prefix)
-                self._ops.append({"op": "add", "path": pointer(prefix), "value": new})
+                # Missing in the Pod: either this patch already adds it, or it is added now, whole.
+                prefix = path[: depth + 1]
+                target = self._created.get(prefix)
+                if target is not None:
+                    self._fill(target, path[depth + 1 :], value, prefix)
+                else:
+                    new = self._build(path[depth + 1 :], value, prefix)
+                    self._ops.append({"op": "add", "path": pointer(prefix), "value": new})
                 return
             node = child
         last = path[-1]

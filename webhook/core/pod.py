@@ -34,7 +34,8 @@ LIMIT_RANGER_ANNOTATION = "kubernetes.io/limit-ranger"
 
 # "LimitRanger plugin set: cpu, memory request for container app; cpu limit for init container setup"
 _LIMIT_RANGER_PART = re.compile(
-    r"(?P<resources>[\w./-]+(?:, [\w./-]+)*) (?P<kind>request|limit) for (?:init )?container (?P<name>[^\s;]+)"
+    r"(?P<resources>[\w./-]+(?:, [\w./-]+)*) (?P<kind>request|limit)"
+    r" for (?:init )?container (?P<name>[^\s;]+)"
 )
 
 
@@ -61,22 +62,22 @@ class ContainerRef:
 
 def malformed(pod: object) -> str | None:
     """Why this object cannot be treated as a Pod, or None. Checked before any rule runs."""
-    if not isinstance(pod, Mapping):
+    if not isinstance(pod, dict):
         return "object is not a JSON object"
-    if not isinstance(pod.get("metadata", {}), Mapping):
+    if not isinstance(pod.get("metadata", {}), dict):
         return "metadata is not an object"
     spec = pod.get("spec")
-    if not isinstance(spec, Mapping):
+    if not isinstance(spec, dict):
         return "spec is missing or not an object"
     for group in ("containers", "initContainers"):
         items = spec.get(group, [])
         if items is None:
             continue
-        if not isinstance(items, list) or not all(isinstance(item, Mapping) for item in items):
+        if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
             return f"spec.{group} is not a list of objects"
         for item in items:
             for key in ("resources", "lifecycle", "readinessProbe", "livenessProbe", "startupProbe"):
-                if item.get(key) is not None and not isinstance(item[key], Mapping):
+                if item.get(key) is not None and not isinstance(item[key], dict):
                     return f"spec.{group}[].{key} is not an object"
             if not isinstance(item.get("ports", []) or [], list):
                 return f"spec.{group}[].ports is not a list"
@@ -98,7 +99,7 @@ def is_long_running(pod: Mapping[str, Any]) -> bool:
     if pod["spec"].get("restartPolicy", "Always") != "Always":
         return False
     owners = (pod.get("metadata") or {}).get("ownerReferences") or ()
-    return not any(isinstance(ref, Mapping) and ref.get("kind") == "Job" for ref in owners)
+    return not any(isinstance(ref, dict) and ref.get("kind") == "Job" for ref in owners)
 
 
 def serving_port(container: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -106,7 +107,7 @@ def serving_port(container: Mapping[str, Any]) -> Mapping[str, Any] | None:
     tcp = [
         port
         for port in container.get("ports") or ()
-        if isinstance(port, Mapping)
+        if isinstance(port, dict)
         and port.get("protocol", "TCP") == "TCP"
         and isinstance(port.get("containerPort"), int)
     ]

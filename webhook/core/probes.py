@@ -27,9 +27,9 @@ _KINDS = ("readiness", "startup", "liveness")
 def _existing_handler(container: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
     for kind in _KINDS:
         probe = container.get(f"{kind}Probe")
-        if isinstance(probe, Mapping):
+        if isinstance(probe, dict):
             for handler in _HANDLERS:
-                if isinstance(probe.get(handler), Mapping):
+                if isinstance(probe.get(handler), dict):
                     return f"{kind}Probe", {handler: copy.deepcopy(dict(probe[handler]))}
     return None
 

@@ -31,7 +31,12 @@ class Bounds:
     max_ratio: Decimal | None = None
 
 
+_UNBOUNDED = Bounds()
+
+
 def container_bounds(items: Sequence[LimitRangeItem], resource: str) -> Bounds:
+    if not items:
+        return _UNBOUNDED
     mins = [item.min[resource] for item in items if item.type == "Container" and resource in item.min]
     maxes = [item.max[resource] for item in items if item.type == "Container" and resource in item.max]
     ratios = [
@@ -74,7 +79,7 @@ def _fallback_source(policy: Policy, profile: ContainerProfile | None, recommend
 
 def _read(section: object, resource: str) -> tuple[Decimal | None, str | None]:
     """(value, None), (None, None) when absent, or (None, raw) when present but unreadable."""
-    if not isinstance(section, Mapping) or section.get(resource) is None:
+    if not isinstance(section, dict) or section.get(resource) is None:
         return None, None
     try:
         return parse(section[resource]), None

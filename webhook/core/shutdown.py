@@ -30,24 +30,22 @@ def grace_set_by_person(pod: Mapping[str, Any]) -> int | None:
 
 def is_windows(pod: Mapping[str, Any]) -> bool:
     spec = pod["spec"]
-    os_name = (spec.get("os") or {}).get("name") if isinstance(spec.get("os"), Mapping) else None
+    os_name = (spec.get("os") or {}).get("name") if isinstance(spec.get("os"), dict) else None
     selector = spec.get("nodeSelector") or {}
     return os_name == "windows" or (
-        isinstance(selector, Mapping) and selector.get("kubernetes.io/os") == "windows"
+        isinstance(selector, dict) and selector.get("kubernetes.io/os") == "windows"
     )
 
 
 def existing_sleep(container: Mapping[str, Any]) -> int | None:
     """Seconds of an existing preStop pause: native sleep, or an exec of `sleep N` we can read."""
     pre_stop = (container.get("lifecycle") or {}).get("preStop")
-    if not isinstance(pre_stop, Mapping):
+    if not isinstance(pre_stop, dict):
         return None
     sleep = pre_stop.get("sleep")
-    if isinstance(sleep, Mapping) and isinstance(sleep.get("seconds"), int):
+    if isinstance(sleep, dict) and isinstance(sleep.get("seconds"), int):
         return int(sleep["seconds"])
-    command = (
-        (pre_stop.get("exec") or {}).get("command") if isinstance(pre_stop.get("exec"), Mapping) else None
-    )
+    command = (pre_stop.get("exec") or {}).get("command") if isinstance(pre_stop.get("exec"), dict) else None
     if isinstance(command, list) and command:
         words = " ".join(str(word) for word in command).split()
         for index, word in enumerate(words[:-1]):

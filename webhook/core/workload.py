@@ -57,7 +57,7 @@ def pod_workload(pod: Mapping[str, Any], namespace: str) -> WorkloadKey:
     metadata = pod.get("metadata") or {}
     labels = metadata.get("labels") or {}
     for ref in metadata.get("ownerReferences") or ():
-        if isinstance(ref, Mapping) and ref.get("controller") and ref.get("kind") and ref.get("name"):
+        if isinstance(ref, dict) and ref.get("controller") and ref.get("kind") and ref.get("name"):
             kind, name = owner_workload(
                 str(ref["kind"]), str(ref["name"]), template_hash=labels.get("pod-template-hash")
             )
