@@ -9,15 +9,18 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
+# The helpers here (synthetic, promserver, scenarios) and tests/kubefake.py, however pytest imports tests.
+for _path in (Path(__file__).parent, Path(__file__).parents[1]):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
 
-import scenarios
-from promserver import PromServer, backfill
-from synthetic import Observed, write_openmetrics
+import scenarios  # noqa: E402
+from promserver import PromServer, backfill  # noqa: E402
+from synthetic import Observed, write_openmetrics  # noqa: E402
 
-from webhook.profiles.build import BuildResult, BuildSettings, build_profiles
-from webhook.profiles.prometheus import Prometheus
-from webhook.profiles.strategy import StrategySettings
+from webhook.profiles.build import BuildResult, BuildSettings, build_profiles  # noqa: E402
+from webhook.profiles.prometheus import Prometheus  # noqa: E402
+from webhook.profiles.strategy import StrategySettings  # noqa: E402
 
 
 @dataclass(frozen=True)

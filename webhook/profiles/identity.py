@@ -27,10 +27,11 @@ _DAEMON_POD = re.compile(rf"^(?P<owner>.+)-{_SAFE}{{5}}$")
 
 def workload_by_name(namespace: str, pod: str) -> WorkloadKey:
     """A Pod's workload from its name alone (when kube-state-metrics is not available)."""
-    if match := _REPLICASET_POD.match(pod):
-        kind, name = owner_workload("ReplicaSet", match["owner"])
-    elif match := _CRON_POD.match(pod):
+    # All-digit middles are CronJob schedule stamps: a pod-template-hash of only digits is vanishingly rare.
+    if match := _CRON_POD.match(pod):
         kind, name = owner_workload("Job", match["owner"])
+    elif match := _REPLICASET_POD.match(pod):
+        kind, name = owner_workload("ReplicaSet", match["owner"])
     elif match := _STATEFUL_POD.match(pod):
         kind, name = "StatefulSet", match["owner"]
     elif match := _DAEMON_POD.match(pod):

@@ -1,0 +1,113 @@
+"""The Prometheus side names a Pod's workload exactly as `pod_workload` does at admission."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from webhook.core.workload import WorkloadKey, pod_workload
+from webhook.profiles.identity import Owners, workload_by_name
+from webhook.profiles.prometheus import Sample
+
+SAFE = "bcdfghjklmnpqrstvwxz2456789"
+names = st.from_regex(r"[a-z][a-z0-9]{0,12}(-[a-z][a-z0-9]{0,8}){0,2}", fullmatch=True)
+suffix = st.text(alphabet=SAFE, min_size=5, max_size=5)
+# An all-digit hash reads like a CronJob stamp: only kube-state-metrics can tell (tested below).
+template_hash = st.text(alphabet=SAFE, min_size=8, max_size=10).filter(lambda h: not h.isdigit())
+
+
+def _pod(name: str, owner_kind: str, owner_name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """A Pod as the API server sends it at CREATE (controllers set ownerReferences and labels)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "shop",
+            "labels": labels or {},
+            "ownerReferences": [
+                {"apiVersion": "apps/v1", "kind": owner_kind, "name": owner_name, "uid": "u",
+                 "controller": True, "blockOwnerDeletion": True}
+            ],
+        },
+        "spec": {"containers": [{"name": "app", "image": "app"}]},
+    }
+
+
+@pytest.mark.parametrize(
+    ("pod", "expected"),
+    [
+        ("web-7d4b9c8f6-x7k2p", "shop/Deployment/web"),
+        ("api-server-5f6b7c8d9-qwrtz", "shop/Deployment/api-server"),
+        ("nightly-28934560-x7k2p", "shop/CronJob/nightly"),
+        ("db-0", "shop/StatefulSet/db"),
+        ("kafka-broker-12", "shop/StatefulSet/kafka-broker"),
+        ("node-exporter-x7k2p", "shop/DaemonSet/node-exporter"),
+        ("nginx", "shop/Pod/nginx"),
+        ("debug-shell-ab", "shop/Pod/debug-shell-ab"),
+    ],
+)
+def test_pod_names_map_to_the_controller_people_manage(pod: str, expected: str) -> None:
+    assert str(workload_by_name("shop", pod)) == expected
+
+
+@given(names, template_hash, suffix)
+def test_a_deployment_pod_gets_the_same_key_on_both_sides(name: str, rs_hash: str, tail: str) -> None:
+    pod = _pod(f"{name}-{rs_hash}-{tail}", "ReplicaSet", f"{name}-{rs_hash}", {"pod-template-hash": rs_hash})
+    assert workload_by_name("shop", f"{name}-{rs_hash}-{tail}") == pod_workload(pod, "shop")
+
+
+@given(names, st.integers(min_value=10_000_000, max_value=99_999_999), suffix)
+def test_a_cronjob_pod_gets_the_same_key_on_both_sides(name: str, minutes: int, tail: str) -> None:
+    pod = _pod(f"{name}-{minutes}-{tail}", "Job", f"{name}-{minutes}")
+    assert workload_by_name("shop", f"{name}-{minutes}-{tail}") == pod_workload(pod, "shop")
+
+
+@given(names, st.integers(min_value=0, max_value=500))
+def test_a_statefulset_pod_gets_the_same_key_on_both_sides(name: str, ordinal: int) -> None:
+    pod = _pod(f"{name}-{ordinal}", "StatefulSet", name)
+    assert workload_by_name("shop", f"{name}-{ordinal}") == pod_workload(pod, "shop")
+
+
+def _owner(**labels: str) -> Sample:
+    return Sample({"namespace": "shop", **labels}, 1.0)
+
+
+def test_kube_state_metrics_owners_win_over_name_patterns() -> None:
+    owners = Owners.from_samples([
+        _owner(
+            pod="worker-7", owner_kind="ReplicaSet", owner_name="worker-6d5c4b7f9", owner_is_controller="true"
+        ),
+        _owner(replicaset="worker-6d5c4b7f9", owner_kind="Deployment", owner_name="worker"),
+        _owner(pod="batch-x7k2p", owner_kind="Job", owner_name="batch-28934560", owner_is_controller="true"),
+        _owner(pod="lonely", owner_kind="<none>", owner_name="<none>", owner_is_controller="true"),
+    ])
+    assert owners.workload("shop", "worker-7") == WorkloadKey("shop", "Deployment", "worker")
+    assert owners.workload("shop", "batch-x7k2p") == WorkloadKey("shop", "CronJob", "batch")
+    assert owners.workload("shop", "lonely") == WorkloadKey("shop", "Pod", "lonely")
+    assert owners.workload("shop", "db-3") == WorkloadKey("shop", "StatefulSet", "db")
+
+
+def test_kube_state_metrics_settle_a_deployment_whose_hash_is_all_digits() -> None:
+    owners = Owners.from_samples([
+        _owner(
+            pod="a-22222222-x7k2p",
+            owner_kind="ReplicaSet",
+            owner_name="a-22222222",
+            owner_is_controller="true",
+        ),
+        _owner(replicaset="a-22222222", owner_kind="Deployment", owner_name="a"),
+    ])
+    pod = _pod("a-22222222-x7k2p", "ReplicaSet", "a-22222222", {"pod-template-hash": "22222222"})
+    assert owners.workload("shop", "a-22222222-x7k2p") == pod_workload(pod, "shop")
+
+
+def test_a_replicaset_without_a_deployment_is_named_as_the_admission_side_names_it() -> None:
+    owners = Owners.from_samples([
+        _owner(pod="rs-x7k2p", owner_kind="ReplicaSet", owner_name="legacy", owner_is_controller="true"),
+    ])
+    pod = _pod("rs-x7k2p", "ReplicaSet", "legacy")
+    assert owners.workload("shop", "rs-x7k2p") == pod_workload(pod, "shop")
