@@ -1,0 +1,211 @@
+"""`kubectl pod-tailor preview`: real kubectl, a fake API server that calls the real webhook over HTTPS.
+
+The fake API server applies the MutatingWebhookConfiguration entry from manifests/base (selectors,
+rules, failurePolicy) and calls a running `pod-tailor serve`, so the plugin's two server-side dry runs
+go through the same admission contract a cluster uses.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from kubefake import FakeKube
+
+from webhook.certs import write_dev_certs
+from webhook.kubectl_preview import controller_pod
+from webhook.sources import load_documents, pod_sources
+
+from .helpers import pod_tailor_serve, wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
+PLUGIN = ROOT / "scripts" / "kubectl-pod_tailor"
+KUBECTL = shutil.which("kubectl")
+needs_kubectl = pytest.mark.skipif(KUBECTL is None, reason="kubectl not installed")
+
+DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+        - name: web
+          image: nginx:1.27
+          ports: [{containerPort: 8080}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec: {ports: [{port: 80}]}
+"""
+
+
+def plugin(*args: str, kubeconfig: Path) -> subprocess.CompletedProcess[str]:
+    env = os.environ | {"PATH": f"{PLUGIN.parent}:{os.environ['PATH']}"}
+    assert KUBECTL is not None
+    return subprocess.run(
+        [
+            KUBECTL,
+            "pod-tailor",
+            "preview",
+            *args,
+            "--kubeconfig",
+            str(kubeconfig),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+
+
+class TestControllerPod:
+    @pytest.mark.parametrize(
+        ("kind", "owner_kind", "path"),
+        [
+            ("Deployment", "ReplicaSet", ("spec", "template")),
+            ("StatefulSet", "StatefulSet", ("spec", "template")),
+            ("DaemonSet", "DaemonSet", ("spec", "template")),
+            ("Job", "Job", ("spec", "template")),
+            ("CronJob", "Job", ("spec", "jobTemplate", "spec", "template")),
+        ],
+    )
+    def test_the_pod_carries_its_template_and_a_controller_owner(
+        self, kind: str, owner_kind: str, path: tuple[str, ...]
+    ) -> None:
+        template = {
+            "metadata": {"labels": {"app": "x"}},
+            "spec": {"containers": [{"name": "c", "image": "i"}]},
+        }
+        document: dict[str, object] = {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": "x"}}
+        node = document
+        for key in path[:-1]:
+            node = node.setdefault(key, {})  # type: ignore[assignment]
+        node[path[-1]] = template  # type: ignore[index]
+        (source,) = pod_sources(load_documents(yaml.safe_dump(document)))
+        pod = controller_pod(source, namespace="shop")
+        assert pod["kind"] == "Pod"
+        assert pod["metadata"]["namespace"] == "shop"
+        assert pod["spec"] == template["spec"]
+        assert pod["metadata"]["labels"]["app"] == "x"
+        (owner,) = pod["metadata"]["ownerReferences"]
+        assert (owner["kind"], owner["controller"]) == (owner_kind, True)
+        assert "blockOwnerDeletion" not in owner
+
+    def test_a_deployment_pod_is_named_after_its_replicaset(self) -> None:
+        (source, *_) = pod_sources(load_documents(DEPLOYMENT))
+        pod = controller_pod(source, namespace=None)
+        template_hash = pod["metadata"]["labels"]["pod-template-hash"]
+        assert pod["metadata"]["ownerReferences"][0]["name"] == f"web-{template_hash}"
+        assert pod["metadata"]["generateName"] == f"web-{template_hash}-"
+        assert "namespace" not in pod["metadata"]  # kubectl's current namespace applies
+
+    def test_a_bare_pod_is_sent_as_written_without_server_fields(self) -> None:
+        pod_yaml = "kind: Pod\nmetadata: {name: p, uid: u, resourceVersion: '1'}\nspec: {containers: []}\n"
+        (source,) = pod_sources(load_documents(pod_yaml))
+        pod = controller_pod(source, namespace="shop")
+        assert pod["metadata"] == {"name": "p", "namespace": "shop"}
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[tuple[FakeKube, Path]]:
+    """Fake API server + real pod-tailor serve, wired as the manifests wire them."""
+    with FakeKube(token="") as kube:
+        kube.put(
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": "shop", "labels": {"pod-tailor.io/mode": "dry-run"}},
+            }
+        )
+        kube.put(
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": "prod", "labels": {"pod-tailor.io/mode": "enforce"}},
+            }
+        )
+        kube.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}})
+        kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
+        ca, cert, key = write_dev_certs(tmp_path / "tls")
+        with pod_tailor_serve(cert=cert, key=key, kubeconfig=kubeconfig) as port:
+            configuration = yaml.safe_load(
+                (ROOT / "manifests/base/mutatingwebhookconfiguration.yaml").read_text()
+            )
+            (entry,) = configuration["webhooks"]
+            kube.add_mutating_webhook(entry, url=f"https://127.0.0.1:{port}/mutate", ca_file=ca)
+            wait_until(lambda: kube.open_watches() >= 2, what="pod-tailor watching the fake cluster")
+            yield kube, kubeconfig
+
+
+@needs_kubectl
+class TestAgainstACluster:
+    @pytest.fixture
+    def manifest(self, tmp_path: Path) -> Path:
+        path = tmp_path / "deploy.yaml"
+        path.write_text(DEPLOYMENT)
+        return path
+
+    def test_an_enforced_namespace_shows_exactly_what_pod_tailor_injected(
+        self, cluster: tuple[FakeKube, Path], manifest: Path
+    ) -> None:
+        kube, kubeconfig = cluster
+        result = plugin("-f", str(manifest), "-n", "prod", kubeconfig=kubeconfig)
+        assert result.returncode == 0, result.stderr
+        out = result.stdout
+        assert out.startswith("# Deployment/web -> Pod in namespace prod (server-side dry run)")
+        assert "+    pod-tailor.io/injected: " in out
+        assert "+    resources:" in out
+        assert "+    readinessProbe:" in out
+        assert "OFFLINE" not in out
+        creates = [p for p in kube.requests_to("/api/v1/namespaces/prod/pods") if "dryRun=All" in p]
+        assert len(creates) == 2  # the baseline (skipped) and the real one
+        assert kube.get("pods", "web", namespace="prod") is None
+
+    def test_a_dry_run_namespace_shows_the_warnings_and_no_change(
+        self, cluster: tuple[FakeKube, Path], manifest: Path
+    ) -> None:
+        _, kubeconfig = cluster
+        result = plugin("-f", str(manifest), "-n", "shop", kubeconfig=kubeconfig)
+        assert result.returncode == 0, result.stderr
+        assert "# pod-tailor changed nothing" in result.stdout
+        assert "# warning: " in result.stdout
+
+    def test_a_namespace_not_opted_in_is_left_alone(
+        self, cluster: tuple[FakeKube, Path], manifest: Path
+    ) -> None:
+        _, kubeconfig = cluster
+        result = plugin("-f", str(manifest), "-n", "other", kubeconfig=kubeconfig)
+        assert result.returncode == 0, result.stderr
+        assert "# pod-tailor changed nothing" in result.stdout
+        assert "# warning" not in result.stdout
+
+
+@needs_kubectl
+def test_without_cluster_access_it_says_so_and_runs_the_offline_preview(tmp_path: Path) -> None:
+    with FakeKube() as gone:
+        kubeconfig = gone.write_kubeconfig(tmp_path / "kubeconfig")
+    manifest = tmp_path / "deploy.yaml"
+    manifest.write_text(DEPLOYMENT)
+    result = plugin("-f", str(manifest), kubeconfig=kubeconfig)
+    assert result.returncode == 0, result.stderr
+    first = result.stdout.splitlines()[0]
+    assert first.startswith("pod-tailor: no cluster access (dial tcp 127.0.0.1:")
+    assert first.endswith("showing the OFFLINE preview instead")
+    assert "+++ Deployment/web (tailored)" in result.stdout
+
+
+def test_the_plugin_rejects_unknown_commands() -> None:
+    result = subprocess.run([str(PLUGIN), "apply"], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 2
+    assert "unknown command 'apply'" in result.stderr
