@@ -70,7 +70,7 @@ class TestExplanation:
         assert text.startswith("policy=default")
         for injection in decision.injections:
             assert f"{injection.field}={injection.value}" in text
-        assert "requests.cpu=100m (policy default default)" in text
+        assert 'requests.cpu=100m (from policy "default")' in text
         assert "terminationGracePeriodSeconds=35 (was 30; preStop 5s + drain 30s" in text
 
     def test_nothing_to_add_means_no_patch_and_no_annotation(self) -> None:

@@ -3,7 +3,7 @@
 One line a container, so `kubectl get pod -o yaml` reads like:
     policy=default workload=shop/Deployment/cart
     app: requests.cpu=250m (profile: p95 usage over 14d, 20160 samples, 336h); ...
-    pod: terminationGracePeriodSeconds=35 (was 30; preStop 5s + drain 30s (policy default))
+    pod: terminationGracePeriodSeconds=35 (was 30; preStop 5s + drain 30s, policy "default")
 """
 
 from __future__ import annotations

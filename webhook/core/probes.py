@@ -72,7 +72,7 @@ def probe_container(
         return []
     number = int(port["containerPort"])
     path: str | None = path_annotation or policy.http_path
-    path_source = "path from pod annotation" if path_annotation else f"path from policy {policy.name}"
+    path_source = "path from pod annotation" if path_annotation else f'path from policy "{policy.name}"'
     handler, reads, why = _handler(ref.body, port=number, path=path, path_source=path_source)
     injections = []
     rec = usable_recommendation(profile, policy)
@@ -96,7 +96,7 @@ def probe_container(
                 ref.name,
                 field,
                 f"{reads} every {probe['periodSeconds']}s x{probe['failureThreshold']} (budget {budget}s)",
-                f"{why}; policy {policy.name}{budget_note}",
+                f'{why}, policy "{policy.name}"{budget_note}',
             )
         )
     return injections

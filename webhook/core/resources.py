@@ -69,7 +69,7 @@ def _profile_source(resource: str, rec: Recommendation) -> str:
 
 
 def _fallback_source(policy: Policy, profile: ContainerProfile | None, recommended: bool) -> str:
-    source = f"policy {policy.name} default"
+    source = f'from policy "{policy.name}"'
     if recommended or profile is None:
         return source
     if isinstance(profile, Recommendation):
@@ -208,9 +208,9 @@ def _bounded_limit(
     if rules.limit is LimitMode.NONE:
         return None, ""
     if rules.limit is LimitMode.EQUAL:
-        value, note = request, f"= request (policy {policy.name}: Guaranteed)"
+        value, note = request, f'= request (Guaranteed), policy "{policy.name}"'
     else:
-        value, note = request * rules.limit_ratio, f"{rules.limit_ratio:g} x request (policy {policy.name})"
+        value, note = request * rules.limit_ratio, f'{rules.limit_ratio:g} x request, policy "{policy.name}"'
     rec = usable_recommendation(profile, policy)
     if (
         resource == "cpu"

@@ -81,7 +81,7 @@ def pre_stop(
         if policy.when_version_unknown is VersionUnknown.SKIP:
             return None, 0, None
         native = policy.when_version_unknown is VersionUnknown.NATIVE
-        version = f"cluster version unknown, policy {policy.name} says {policy.when_version_unknown.value}"
+        version = f'cluster version unknown, policy "{policy.name}" says {policy.when_version_unknown.value}'
     else:
         major, minor = facts.server_version or (0, 0)
         version = f"cluster {major}.{minor}"
@@ -92,10 +92,10 @@ def pre_stop(
         hook = {"exec": {"command": ["/bin/sleep", str(seconds)]}}
         how = "exec /bin/sleep (no native sleep before 1.30)"
     else:
-        reason = "Windows node" if windows else f"policy {policy.name} forbids exec"
+        reason = "Windows node" if windows else f'policy "{policy.name}" forbids exec'
         return None, 0, f"{ref.name}: no preStop sleep: cluster lacks native sleep and {reason}"
     patch.set((*ref.path, "lifecycle", "preStop"), hook)
-    source = f"{how}, {version}; policy {policy.name}{fitted}"
+    source = f'{how}, {version}, policy "{policy.name}"{fitted}'
     return Injection(ref.name, "preStop", f"sleep {seconds}s", source), seconds, None
 
 
@@ -124,5 +124,5 @@ def grace_period(
         "terminationGracePeriodSeconds",
         str(needed),
         f"was {current_value}; preStop {longest_sleep}s + drain {policy.drain_seconds}s"
-        f" (policy {policy.name})",
+        f', policy "{policy.name}"',
     ), None
