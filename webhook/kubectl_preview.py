@@ -158,9 +158,24 @@ def _comparable(pod: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+class _Dumper(yaml.SafeDumper):
+    """Multi-line strings (the injected annotation) as `|` blocks, readable in a diff."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def _dump(obj: Any) -> list[str]:
+    return yaml.dump(obj, Dumper=_Dumper, sort_keys=True, width=1000).splitlines(keepends=True)
+
+
 def injected_diff(baseline: dict[str, Any], admitted: dict[str, Any], *, label: str) -> list[str]:
-    before = yaml.safe_dump(_comparable(baseline), sort_keys=True).splitlines(keepends=True)
-    after = yaml.safe_dump(_comparable(admitted), sort_keys=True).splitlines(keepends=True)
+    before, after = _dump(_comparable(baseline)), _dump(_comparable(admitted))
     return list(
         difflib.unified_diff(before, after, f"{label} (without pod-tailor)", f"{label} (with pod-tailor)")
     )
@@ -221,6 +236,8 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         print(f"# {source.label} -> Pod in namespace {namespace} (server-side dry run)", file=out)
         if diff:
             out.writelines(diff)
+        elif admitted.warnings:
+            print("# pod-tailor changed nothing: dry-run mode; its warnings say what it would set", file=out)
         else:
             print(
                 "# pod-tailor changed nothing (namespace not opted in, Pod skipped, or nothing to add)",
