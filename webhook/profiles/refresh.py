@@ -38,6 +38,7 @@ class ProfileRefresher:
     def __post_init__(self) -> None:
         self._fingerprint: object = object()  # never equal to a real fingerprint
         self._next_build = 0.0
+        self._build_error: str | None = None
         self.failures = 0
 
     async def refresh_once(self, state: State) -> bool:
@@ -47,9 +48,12 @@ class ProfileRefresher:
                 document = await asyncio.to_thread(self.builder)
                 await asyncio.to_thread(self.store.write, document)
                 self._next_build = self.clock() + self.build_interval
+                self._build_error = None
+                state.notes.pop(self.name, None)
             except (PrometheusError, StoreError, ValueError) as exc:
                 self._next_build = self.clock() + min(self.build_interval, max(self.interval, 30.0))
-                self._fail(state, f"profile build failed, keeping the last profiles: {exc}")
+                self._build_error = f"profile build failed, keeping the last profiles: {exc}"
+                self._fail(state, self._build_error)
         try:
             fingerprint = await asyncio.to_thread(self.store.fingerprint)
             if fingerprint == self._fingerprint:
@@ -60,7 +64,10 @@ class ProfileRefresher:
             return False
         state.swap_profiles(document.snapshot(origin=self.store.describe()))
         self._fingerprint = fingerprint
-        state.notes.pop(self.name, None)
+        if self._build_error:
+            state.notes[self.name] = self._build_error
+        else:
+            state.notes.pop(self.name, None)
         log.info("profiles loaded: %d workloads from %s", len(document.workloads), self.store.describe())
         return True
 
