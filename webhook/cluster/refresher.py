@@ -99,7 +99,8 @@ class ClusterRefresher:
 
     # -- Refresher protocol ---------------------------------------------------------------------------
     async def run(self, state: State) -> None:
-        self.start(state)
+        # Discovery reads files and the first version request may wait on the network: not on the loop.
+        await asyncio.to_thread(self.start, state)
         try:
             await asyncio.Event().wait()  # until cancelled; the work happens in threads
         finally:
