@@ -100,8 +100,9 @@ class ClusterRefresher:
     # -- Refresher protocol ---------------------------------------------------------------------------
     async def run(self, state: State) -> None:
         # Discovery reads files and the first version request may wait on the network: not on the loop.
-        await asyncio.to_thread(self.start, state)
+        # Threads started after a cancellation see `_stop` set and end at once.
         try:
+            await asyncio.to_thread(self.start, state)
             await asyncio.Event().wait()  # until cancelled; the work happens in threads
         finally:
             await asyncio.to_thread(self.stop)
