@@ -53,6 +53,9 @@ class Settings:
     max_body_bytes: int = field(
         default=3 * 1024 * 1024, metadata=_doc("larger request bodies get 413 (the API server's own limit)")
     )
+    verdict_cache_size: int = field(
+        default=1024, metadata=_doc("answers kept for identical Pods (replicas of one template); 0: none")
+    )
     # Cluster watches (webhook/cluster/).
     watch_cluster: bool = field(
         default=True, metadata=_doc("watch Namespaces, LimitRanges, the policy ConfigMap (if a cluster)")
@@ -69,6 +72,19 @@ class Settings:
     resync_seconds: float = field(
         default=300.0, metadata=_doc("watch length before resuming, and server version refresh period")
     )
+    # Usage profiles (webhook/profiles/).
+    profiles_store: str = field(
+        default="file", metadata=_doc("profile store: file (profiles_path) or kubernetes (ConfigMaps)")
+    )
+    profiles_refresh_seconds: float = field(
+        default=60.0, metadata=_doc("how often the profile store is checked for changes")
+    )
+    prometheus_url: str | None = field(
+        default=None, metadata=_doc("if set, serve also rebuilds the profiles from this Prometheus itself")
+    )
+    profiles_build_seconds: float = field(
+        default=3600.0, metadata=_doc("how often serve rebuilds profiles when prometheus_url is set")
+    )
 
     def __post_init__(self) -> None:
         if not 0 < self.port < 65536:
@@ -81,8 +97,14 @@ class Settings:
             raise SettingsError("cert_reload_seconds must be positive")
         if self.max_body_bytes <= 0:
             raise SettingsError("max_body_bytes must be positive")
+        if self.verdict_cache_size < 0:
+            raise SettingsError("verdict_cache_size must not be negative")
         if self.resync_seconds < 1:
             raise SettingsError("resync_seconds must be at least 1")
+        if self.profiles_store not in {"file", "kubernetes"}:
+            raise SettingsError(f"profiles_store {self.profiles_store!r}: use file or kubernetes")
+        if self.profiles_refresh_seconds <= 0 or self.profiles_build_seconds <= 0:
+            raise SettingsError("profiles_refresh_seconds and profiles_build_seconds must be positive")
 
 
 def env_name(name: str) -> str:

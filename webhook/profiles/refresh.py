@@ -12,14 +12,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from webhook.profiles.prometheus import PrometheusError
 from webhook.profiles.store import ProfileDocument, ProfileStore, StoreError
+from webhook.settings import Settings
 from webhook.state import State
 
-__all__ = ["ProfileRefresher"]
+__all__ = ["ProfileRefresher", "profile_refresher"]
 
 log = logging.getLogger("pod_tailor.profiles")
 
@@ -86,3 +87,62 @@ class ProfileRefresher:
                 await asyncio.sleep(self.interval)
         finally:
             state.pending.discard(self.name)
+
+
+class _UnavailableStore:
+    """Stands in when the configured store cannot even be opened: every read says why."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def describe(self) -> str:
+        return "no profile store"
+
+    def fingerprint(self) -> object:
+        raise StoreError(self.reason)
+
+    def read(self) -> ProfileDocument:
+        raise StoreError(self.reason)
+
+    def write(self, document: ProfileDocument, *, scope: Iterable[str] | None = None) -> None:
+        raise StoreError(self.reason)
+
+
+def profile_refresher(settings: Settings) -> ProfileRefresher:
+    """The refresher `serve` runs: the configured store, and a builder when a Prometheus URL is set."""
+    from pathlib import Path
+
+    from webhook.profiles.build import BuildSettings, build_profiles
+    from webhook.profiles.cli import open_store
+    from webhook.profiles.prometheus import Prometheus
+
+    store: ProfileStore
+    try:
+        store = open_store(
+            path=Path(settings.profiles_path) if settings.profiles_path else None,
+            kubernetes=settings.profiles_store == "kubernetes",
+            namespace=settings.namespace,
+            kubeconfig=settings.kubeconfig,
+        )
+    except StoreError as exc:
+        store = _UnavailableStore(str(exc))
+    builder: Callable[[], ProfileDocument] | None = None
+    url = settings.prometheus_url
+    if url:
+
+        def builder() -> ProfileDocument:
+            prom = Prometheus(url)
+            try:
+                result = build_profiles(prom, BuildSettings())
+            finally:
+                prom.close()
+            if result.warnings:
+                raise PrometheusError(f"partial data, not stored: {result.warnings[0]}")
+            return result.document
+
+    return ProfileRefresher(
+        store,
+        interval=settings.profiles_refresh_seconds,
+        builder=builder,
+        build_interval=settings.profiles_build_seconds,
+    )
