@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import ipaddress
 import re
 import ssl
 from pathlib import Path
+from typing import Any, ClassVar
 
+import jsonpatch
+import orjson
 import pytest
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 from hypothesis import given
 from hypothesis import strategies as st
 
+from webhook.admission import VerdictCache, admit
 from webhook.admission.budget import MAX_TOTAL, audit_key, clip, fit_audit, fit_warnings
+from webhook.admission.patchcheck import PatchError, check_patch
 from webhook.certs import make_ca, make_serving_cert, service_dns_names, write_dev_certs
+from webhook.core.engine import decide
 from webhook.core.namespace import Mode
 from webhook.settings import Settings, SettingsError, add_arguments, load_settings
 
@@ -139,3 +146,104 @@ class TestAuditAnnotations:
         assert fit_audit({"would-inject": ["a", "b"], "empty": [], "mode": "dry-run"}) == {
             "would-inject": "a; b", "mode": "dry-run"
         }
+
+
+class TestPatchCheck:
+    POD: ClassVar[dict[str, Any]] = {
+        "metadata": {"labels": {"app": "a"}},
+        "spec": {"containers": [{"name": "app", "resources": {}}]},
+    }
+
+    @pytest.mark.parametrize(
+        "ops",
+        [
+            [{"op": "add", "path": "/spec/containers/0/resources/requests", "value": {"cpu": "1"}}],
+            [
+                {"op": "add", "path": "/metadata/annotations", "value": {}},
+                {"op": "add", "path": "/metadata/annotations/pod-tailor.io~1injected", "value": "x"},
+                {"op": "replace", "path": "/metadata/annotations/pod-tailor.io~1injected", "value": "y"},
+            ],
+            [{"op": "replace", "path": "/metadata/labels/app", "value": "b"}],
+            [{"op": "add", "path": "/spec/containers/-", "value": {"name": "b"}}],
+            [{"op": "test", "path": "/metadata/labels/app", "value": "a"}],
+        ],
+        ids=["add-member", "add-under-added", "replace-existing", "list-append", "test-op"],
+    )
+    def test_a_patch_that_applies_passes(self, ops: list[dict[str, Any]]) -> None:
+        check_patch(self.POD, ops)
+        jsonpatch.apply_patch(self.POD, ops)  # the check agrees with a real application
+
+    @pytest.mark.parametrize(
+        "ops",
+        [
+            [{"op": "add", "path": "/spec/containers/0/lifecycle/preStop", "value": {}}],
+            [{"op": "replace", "path": "/metadata/annotations", "value": {}}],
+            [{"op": "add", "path": "/spec/containers/3/resources", "value": {}}],
+            [{"op": "add", "path": "", "value": {}}],
+            [{"op": "add", "path": "spec", "value": {}}],
+            [{"op": "add", "path": "/spec/containers/9", "value": {}}],
+            [{"op": "test", "path": "/metadata/labels/app", "value": "z"}],
+        ],
+        ids=["missing-parent", "replace-missing", "no-such-container", "whole-pod", "not-a-pointer",
+             "list-index-past-end", "failed-test"],
+    )
+    def test_a_patch_that_would_fail_to_apply_is_caught(self, ops: list[dict[str, Any]]) -> None:
+        with pytest.raises(PatchError):
+            check_patch(self.POD, ops)
+
+
+class TestVerdictCache:
+    """Replicas of one template are decided once, and never from an old snapshot."""
+
+    @staticmethod
+    def body(uid: str, *, namespace: str = "shop", dry_run: bool = False) -> bytes:
+        from tests.server.conftest import review_for
+
+        return orjson.dumps(review_for(namespace=namespace, uid=uid, dry_run=dry_run))
+
+    def test_a_replica_gets_the_same_patch_under_its_own_uid_without_deciding_again(self) -> None:
+        from tests.server.conftest import labelled_state
+
+        state, cache = labelled_state(), VerdictCache(8)
+        first = admit(self.body("one"), cluster=state.cluster, profiles=state.profiles, engine=decide,
+                      cache=cache)
+        second = admit(self.body("two", dry_run=True), cluster=state.cluster, profiles=state.profiles,
+                       engine=decide, cache=cache)
+        assert (cache.misses, cache.hits) == (1, 1)
+        one, two = orjson.loads(first.body)["response"], orjson.loads(second.body)["response"]
+        assert (one["uid"], two["uid"]) == ("one", "two")
+        assert one["patch"] == two["patch"]
+        assert (first.applied, second.applied) == (True, False)
+
+    def test_a_swapped_snapshot_is_never_answered_from_the_cache(self) -> None:
+        from tests.server.conftest import labelled_state
+
+        state, cache = labelled_state(), VerdictCache(8)
+        patched = admit(self.body("one"), cluster=state.cluster, profiles=state.profiles, engine=decide,
+                        cache=cache)
+        labels = {**state.cluster.namespaces, "shop": {"pod-tailor.io/mode": "dry-run"}}  # type: ignore[dict-item]
+        state.swap_cluster(dataclasses.replace(state.cluster, namespaces=labels))
+        after = admit(self.body("two"), cluster=state.cluster, profiles=state.profiles, engine=decide,
+                      cache=cache)
+        assert (patched.outcome.value, after.outcome.value) == ("patched", "dry-run")
+        assert cache.hits == 0
+
+    def test_the_oldest_entry_goes_first_when_full(self) -> None:
+        from tests.server.conftest import labelled_state
+
+        state, cache = labelled_state(), VerdictCache(2)
+        for namespace in ("a", "b", "c", "a"):
+            admit(self.body("x", namespace=namespace), cluster=state.cluster, profiles=state.profiles,
+                  engine=decide, cache=cache)
+        assert (cache.misses, cache.hits) == (4, 0)
+
+    def test_a_malformed_pod_is_refused_even_after_a_good_one(self) -> None:
+        from tests.server.conftest import labelled_state, review_for
+
+        state, cache = labelled_state(), VerdictCache(8)
+        admit(self.body("one"), cluster=state.cluster, profiles=state.profiles, engine=decide, cache=cache)
+        broken = review_for(namespace="shop", uid="two")
+        broken["request"]["object"]["metadata"]["labels"] = {"app": 1}
+        answer = admit(orjson.dumps(broken), cluster=state.cluster, profiles=state.profiles, engine=decide,
+                       cache=cache)
+        assert answer.status == 400

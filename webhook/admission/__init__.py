@@ -1,7 +1,9 @@
 """The AdmissionReview contract as typed structures and pure functions (no HTTP framework here)."""
 
-from webhook.admission.handler import Answer, Engine, ErrorReason, Outcome, admit, default_engine, too_large
+from webhook.admission.cache import VerdictCache
+from webhook.admission.handler import Answer, Engine, ErrorReason, admit, default_engine, too_large
 from webhook.admission.review import BadRequest, Review, parse_review
+from webhook.admission.verdict import Outcome, Verdict
 
 __all__ = [
     "Answer",
@@ -10,6 +12,8 @@ __all__ = [
     "ErrorReason",
     "Outcome",
     "Review",
+    "Verdict",
+    "VerdictCache",
     "admit",
     "default_engine",
     "parse_review",

@@ -12,18 +12,19 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
-import jsonpatch
 import orjson
 
-from webhook.admission.budget import fit_audit, fit_warnings
+from webhook.admission.cache import VerdictCache
+from webhook.admission.patchcheck import check_patch
 from webhook.admission.response import bad_request_body, review_answer
-from webhook.admission.review import BadRequest, Review, parse_review
+from webhook.admission.review import BadRequest, Review, parse_review, pod_problem
+from webhook.admission.verdict import Outcome, Verdict, verdict
 from webhook.core.decision import Decision, Injection
-from webhook.core.namespace import Mode, NamespaceSettings
+from webhook.core.namespace import NamespaceSettings
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
 from webhook.core.workload import pod_workload
 
-__all__ = ["Answer", "Engine", "ErrorReason", "Outcome", "admit", "default_engine", "too_large"]
+__all__ = ["Answer", "Engine", "ErrorReason", "admit", "default_engine", "too_large"]
 
 
 class Engine(Protocol):
@@ -32,18 +33,6 @@ class Engine(Protocol):
     def __call__(
         self, pod: Mapping[str, Any], *, namespace: str, cluster: ClusterSnapshot, profiles: ProfileSnapshot
     ) -> tuple[NamespaceSettings, Decision]: ...
-
-
-class Outcome(StrEnum):
-    PATCHED = "patched"  # enforce: a patch was returned
-    UNCHANGED = "unchanged"  # enforce: nothing to add
-    DRY_RUN = "dry-run"  # namespace in dry-run mode: warnings say what would change
-    OFF = "off"  # namespace mode off
-    SKIPPED = "skipped"  # the engine left the Pod alone (opt-out label, excluded, ...)
-    IGNORED = "ignored"  # not a Pod CREATE: another kind, operation or a subresource
-    BAD_REQUEST = "bad-request"  # 400
-    TOO_LARGE = "too-large"  # 413
-    ERROR = "error"  # our fault: allowed unchanged, with a warning
 
 
 class ErrorReason(StrEnum):
@@ -112,50 +101,19 @@ def _fault(review: Review, reason: ErrorReason, exc: BaseException, *, workload:
     )
 
 
-def _check_applies(pod: Mapping[str, Any], decision: Decision) -> None:
-    """Apply the patch to a copy; raises if it would not apply or not round-trip as JSON."""
-    copy = orjson.loads(orjson.dumps(pod))
-    jsonpatch.apply_patch(copy, list(decision.ops), in_place=True)
-    orjson.dumps(copy)
-
-
-def _would(decision: Decision) -> list[str]:
-    return [f"{item.target}: {item.describe()}" for item in decision.injections]
-
-
-def _respond(review: Review, settings: NamespaceSettings, decision: Decision) -> Answer:
-    """Map the namespace mode and the engine's decision to an answer (the engine has already run)."""
-    common: dict[str, Any] = {
-        "uid": review.uid,
-        "namespace": review.namespace,
-        "workload": decision.workload or None,
-        "policy": decision.policy,
-        "dry_run": review.dry_run,
-    }
-    engine_warnings = [w if w.startswith("pod-tailor") else f"pod-tailor: {w}" for w in decision.warnings]
-    if settings.mode is Mode.OFF:
-        return Answer(200, review_answer(review.uid), Outcome.OFF, **common)
-    if decision.skipped is not None:
-        warnings = fit_warnings(engine_warnings)
-        return Answer(200, review_answer(review.uid, warnings=warnings), Outcome.SKIPPED, **common)
-    if settings.mode is Mode.DRY_RUN:
-        would = _would(decision)
-        head = (
-            f"pod-tailor dry-run ({decision.policy} policy): {len(would)} value(s) would be injected"
-            if would else f"pod-tailor dry-run ({decision.policy} policy): nothing would be injected"
-        )
-        warnings = fit_warnings([head, *engine_warnings, *(f"pod-tailor would set {w}" for w in would)])
-        audit = fit_audit({"mode": "dry-run", "policy": decision.policy, "would-inject": would})
-        body = review_answer(review.uid, warnings=warnings, audit=audit)
-        return Answer(200, body, Outcome.DRY_RUN, injections=decision.injections, **common)
-    # enforce: the same patch whether or not request.dryRun is set (kubectl --dry-run=server shows it).
-    warnings = fit_warnings(engine_warnings)
-    if not decision.ops:
-        return Answer(200, review_answer(review.uid, warnings=warnings), Outcome.UNCHANGED, **common)
-    audit = fit_audit({"mode": "enforce", "policy": decision.policy, "injected": _would(decision)})
-    body = review_answer(review.uid, ops=decision.ops, warnings=warnings, audit=audit)
+def _answer(review: Review, found: Verdict) -> Answer:
+    body = review_answer(review.uid, patch=found.patch, warnings=found.warnings, audit=found.audit)
     return Answer(
-        200, body, Outcome.PATCHED, injections=decision.injections, applied=not review.dry_run, **common
+        200,
+        body,
+        found.outcome,
+        uid=review.uid,
+        namespace=review.namespace,
+        workload=found.workload,
+        policy=found.policy,
+        injections=found.injections,
+        applied=found.outcome is Outcome.PATCHED and not review.dry_run,
+        dry_run=review.dry_run,
     )
 
 
@@ -165,6 +123,7 @@ def admit(
     cluster: ClusterSnapshot,
     profiles: ProfileSnapshot,
     engine: Engine,
+    cache: VerdictCache | None = None,
     verify_patch: bool = True,
 ) -> Answer:
     """Answer one AdmissionReview body against one pair of snapshots. Never raises."""
@@ -175,17 +134,29 @@ def admit(
     if not review.is_pod_create:
         return Answer(200, review_answer(review.uid), Outcome.IGNORED, uid=review.uid,
                       namespace=review.namespace or None, dry_run=review.dry_run)
-    pod: dict[str, Any] = review.obj
+    pod: Any = review.obj
+    key = None
+    if cache is not None and isinstance(pod, dict):
+        key = cache.key(review.namespace, pod, cluster=cluster, profiles=profiles)
+        cached = cache.get(key)
+        if cached is not None:  # the same object was checked and decided against these snapshots
+            return _answer(review, cached)
+    problem = pod_problem(pod, review.uid)
+    if problem is not None:
+        return _bad(problem)
     try:
         settings, decision = engine(pod, namespace=review.namespace, cluster=cluster, profiles=profiles)
     except Exception as exc:
         return _fault(review, ErrorReason.ENGINE, exc, workload=_workload_name(pod, review.namespace))
     try:
-        if verify_patch and decision.ops and settings.mode is Mode.ENFORCE and decision.skipped is None:
-            _check_applies(pod, decision)
-        return _respond(review, settings, decision)
+        found = verdict(settings, decision)
+        if verify_patch and found.patch is not None:
+            check_patch(pod, decision.ops)
     except Exception as exc:
         return _fault(review, ErrorReason.PATCH, exc, workload=decision.workload or None)
+    if cache is not None:
+        cache.put(key, found)
+    return _answer(review, found)
 
 
 def default_engine() -> Engine:

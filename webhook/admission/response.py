@@ -21,19 +21,19 @@ def encode_patch(ops: Sequence[Mapping[str, Any]]) -> str:
 def review_answer(
     uid: str,
     *,
-    ops: Sequence[Mapping[str, Any]] = (),
+    patch: str | None = None,
     warnings: Sequence[str] = (),
     audit: Mapping[str, str] | None = None,
 ) -> bytes:
-    """An allowing AdmissionReview answer; pod-tailor never denies a Pod."""
+    """An allowing AdmissionReview answer (`patch` from `encode_patch`); pod-tailor never denies a Pod."""
     response: dict[str, Any] = {"uid": uid, "allowed": True}
-    if ops:
+    if patch:
         response["patchType"] = "JSONPatch"
-        response["patch"] = encode_patch(ops)
+        response["patch"] = patch
     if warnings:
         response["warnings"] = list(warnings)
     if audit:
-        response["auditAnnotations"] = dict(audit)
+        response["auditAnnotations"] = audit
     return orjson.dumps({"apiVersion": API_VERSION, "kind": KIND, "response": response})
 
 

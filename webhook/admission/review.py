@@ -14,7 +14,7 @@ import orjson
 
 from webhook.core.pod import malformed
 
-__all__ = ["API_VERSION", "BadRequest", "Review", "parse_review"]
+__all__ = ["API_VERSION", "BadRequest", "Review", "parse_review", "pod_problem"]
 
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
@@ -61,8 +61,11 @@ def _string(request: Mapping[str, Any], key: str, uid: str | None) -> str | BadR
     return value
 
 
-def _check_pod(obj: Any, uid: str) -> BadRequest | None:
-    """A Pod object the engine can work on (the engine's own `malformed` check decides what that is)."""
+def pod_problem(obj: Any, uid: str) -> BadRequest | None:
+    """Why `request.object` of a Pod CREATE is not a Pod the engine can work on, or None.
+
+    The engine's own `malformed` check decides most of it; this adds the metadata shapes it trusts.
+    """
     if not isinstance(obj, dict):
         return BadRequest("request.object must be a Pod object for a Pod CREATE", uid)
     if obj.get("kind", "Pod") != "Pod" or obj.get("apiVersion", "v1") != "v1":
@@ -90,7 +93,7 @@ def _check_pod(obj: Any, uid: str) -> BadRequest | None:
 
 
 def parse_review(body: bytes) -> Review | BadRequest:
-    """Validate an AdmissionReview request body; never raises."""
+    """Validate an AdmissionReview envelope; never raises. A Pod's shape is `pod_problem`'s job."""
     try:
         document = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
@@ -140,10 +143,6 @@ def parse_review(body: bytes) -> Review | BadRequest:
         obj=request.get("object"),
         dry_run=dry_run,
     )
-    if review.is_pod_create:
-        problem = _check_pod(review.obj, uid)
-        if problem is not None:
-            return problem
-        if not review.namespace:
-            return BadRequest("request.namespace is missing for a Pod CREATE", uid)
+    if review.is_pod_create and not review.namespace:
+        return BadRequest("request.namespace is missing for a Pod CREATE", uid)
     return review

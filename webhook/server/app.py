@@ -19,7 +19,7 @@ from fastapi import FastAPI, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from webhook import __version__
-from webhook.admission import Answer, Engine, admit, default_engine, too_large
+from webhook.admission import Answer, Engine, VerdictCache, admit, default_engine, too_large
 from webhook.server.metrics import Metrics
 from webhook.server.tls import CertificateReloader
 from webhook.settings import Settings
@@ -85,6 +85,7 @@ def create_app(
     """The webhook app. `engine` defaults to the real one; `tls` is watched for rotation when given."""
     decide = engine or default_engine()
     metrics = Metrics(state)
+    cache = VerdictCache(settings.verdict_cache_size)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -111,7 +112,7 @@ def create_app(
         if body is None:
             answer = too_large(settings.max_body_bytes)
         else:
-            answer = admit(body, cluster=state.cluster, profiles=state.profiles, engine=decide)
+            answer = admit(body, cluster=state.cluster, profiles=state.profiles, engine=decide, cache=cache)
         seconds = time.perf_counter() - started
         try:
             metrics.record(answer, seconds)
@@ -148,4 +149,5 @@ def create_app(
         return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
     app.state.metrics = metrics
+    app.state.verdict_cache = cache
     return app

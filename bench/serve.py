@@ -1,0 +1,381 @@
+"""Benchmark: pod-tailor over TLS against a null webhook on the same stack, under the same load.
+
+    .venv/bin/python bench/serve.py [--seconds 10] [--connections 32] [--rate 1000] [--burst 50000]
+
+For each server (the real `pod-tailor serve`, then a FastAPI+uvicorn+TLS app that answers
+`allowed: true` without looking at the Pod), one at a time, pinned to CPU 0 with the load on CPU 1:
+  1. throughput and p50/p99 with Debian's `wrk` (closed loop, a Lua script cycling the corpus reviews);
+  2. p50/p99 at a fixed request rate with a small open-loop asyncio client (wrk cannot rate-limit and
+     wrk2 is not in Debian); latency counts from the scheduled send time, so queueing is not hidden;
+then a burst of 50,000 Pod creations against pod-tailor that must complete with zero errors, each
+answer checked for the right uid. Only loopback addresses are used. Targets (issue 3): throughput
+ratio >= 0.8, p99 < 10 ms at 1,000 requests/s, zero errors in the burst.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import re
+import shutil
+import signal
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import orjson
+from fastapi import FastAPI, Request, Response
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = Path(os.environ.get("POD_TAILOR_CORPUS", "/work/shared/corpus/reviews"))
+PATH = "/mutate?timeout=10s"
+HOST = "127.0.0.1"
+
+LUA = r"""
+local requests = {}
+local index = 0
+init = function(args)
+  for path in io.open(args[1]):read("*a"):gmatch("[^\n]+") do
+    local file = io.open(path, "rb")
+    local body = file:read("*a")
+    file:close()
+    requests[#requests + 1] = wrk.format("POST", "%s", {["Content-Type"] = "application/json"}, body)
+  end
+end
+request = function()
+  index = index %% #requests + 1
+  return requests[index]
+end
+""" % PATH
+
+
+# ---------------------------------------------------------------- the null webhook (same stack)
+
+
+def null_server(port: int, cert: str, key: str) -> None:
+    """FastAPI on uvicorn over TLS, answering every review `allowed: true` with its uid and no patch."""
+    import uvicorn
+
+    app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+
+    @app.post("/mutate")
+    async def mutate(request: Request) -> Response:
+        uid = orjson.loads(await request.body())["request"]["uid"]
+        answer = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                  "response": {"uid": uid, "allowed": True}}
+        return Response(orjson.dumps(answer), media_type="application/json")
+
+    @app.get("/readyz")
+    async def readyz() -> Response:
+        return Response(b"{}", media_type="application/json")
+
+    uvicorn.run(app, host=HOST, port=port, ssl_certfile=cert, ssl_keyfile=key, log_level="warning",
+                access_log=False, server_header=False)
+
+
+# ---------------------------------------------------------------- servers
+
+
+@dataclass(frozen=True)
+class Tls:
+    ca: Path
+    cert: Path
+    key: Path
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind((HOST, 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@contextlib.contextmanager
+def started(name: str, tls: Tls, cpu: str) -> Iterator[int]:
+    port = free_port()
+    if name == "pod-tailor":
+        command = [sys.executable, "-m", "webhook.cli", "serve", "--host", HOST, "--port", str(port),
+                   "--cert-file", str(tls.cert), "--key-file", str(tls.key)]
+    else:
+        command = [sys.executable, str(Path(__file__).resolve()), "--null-server", str(port),
+                   "--cert", str(tls.cert), "--key", str(tls.key)]
+    if shutil.which("taskset"):
+        command = ["taskset", "-c", cpu, *command]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        context = ssl.create_default_context(cafile=str(tls.ca))
+        deadline = time.monotonic() + 30
+        with httpx.Client(verify=context) as client:
+            while True:
+                with contextlib.suppress(httpx.HTTPError):
+                    if client.get(f"https://{HOST}:{port}/readyz").status_code == 200:
+                        break
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(f"{name} did not start")
+                time.sleep(0.1)
+        yield port
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+# ---------------------------------------------------------------- wrk (closed loop, throughput)
+
+
+@dataclass(frozen=True)
+class Result:
+    requests: int
+    seconds: float
+    p50_ms: float
+    p99_ms: float
+    errors: int
+
+    @property
+    def rate(self) -> float:
+        return self.requests / self.seconds if self.seconds else 0.0
+
+
+def _ms(text: str) -> float:
+    number, unit = re.fullmatch(r"([\d.]+)(us|ms|s|m)", text).groups()  # type: ignore[union-attr]
+    return float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}[unit]
+
+
+def run_wrk(port: int, *, seconds: int, connections: int, script: Path, bodies: Path, cpu: str) -> Result:
+    command = ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", str(script),
+               f"https://{HOST}:{port}{PATH}", "--", str(bodies)]
+    if shutil.which("taskset"):
+        command = ["taskset", "-c", cpu, *command]
+    output = subprocess.run(command, capture_output=True, text=True, check=True, timeout=seconds + 60).stdout
+    total = int(re.search(r"(\d+) requests in ([\d.]+)(\w+)", output).group(1))  # type: ignore[union-attr]
+    elapsed = _ms(re.search(r"requests in ([\d.]+\w+),", output).group(1)) / 1000  # type: ignore[union-attr]
+    p50 = _ms(re.search(r"50%\s+([\d.]+\w+)", output).group(1))  # type: ignore[union-attr]
+    p99 = _ms(re.search(r"99%\s+([\d.]+\w+)", output).group(1))  # type: ignore[union-attr]
+    errors = 0
+    for pattern in (r"Non-2xx or 3xx responses: (\d+)", r"Socket errors: connect (\d+), read (\d+), "
+                    r"write (\d+), timeout (\d+)"):
+        match = re.search(pattern, output)
+        if match:
+            errors += sum(int(g) for g in match.groups())
+    return Result(total, elapsed, p50, p99, errors)
+
+
+# ---------------------------------------------------------------- asyncio client (open loop, burst)
+
+
+class Connection:
+    """One kept-alive HTTPS connection speaking just enough HTTP/1.1 to post a review."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+
+    @classmethod
+    async def open(cls, port: int, context: ssl.SSLContext) -> Connection:
+        reader, writer = await asyncio.open_connection(HOST, port, ssl=context, server_hostname=HOST)
+        return cls(reader, writer)
+
+    async def post(self, request: bytes) -> tuple[int, bytes]:
+        self.writer.write(request)
+        head = await self.reader.readuntil(b"\r\n\r\n")
+        status = int(head.split(b" ", 2)[1])
+        length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))  # type: ignore[union-attr]
+        return status, await self.reader.readexactly(length)
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+def raw_requests(reviews: Sequence[bytes], port: int) -> list[tuple[bytes, str]]:
+    """Ready-to-send HTTP/1.1 requests and the uid each answer must carry."""
+    out = []
+    for body in reviews:
+        head = (f"POST {PATH} HTTP/1.1\r\nHost: {HOST}:{port}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n").encode()
+        out.append((head + body, orjson.loads(body)["request"]["uid"]))
+    return out
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+async def open_loop(port: int, context: ssl.SSLContext, reviews: Sequence[bytes], *, rate: float,
+                    seconds: float, connections: int) -> Result:
+    """Send at a fixed rate whatever the answers do; latency from the scheduled time to the answer."""
+    requests = raw_requests(reviews, port)
+    idle: asyncio.Queue[Connection] = asyncio.Queue()
+    for _ in range(connections):
+        idle.put_nowait(await Connection.open(port, context))
+    latencies: list[float] = []
+    errors = 0
+    tasks: set[asyncio.Task[None]] = set()
+
+    async def one(scheduled: float, request: bytes, uid: str) -> None:
+        nonlocal errors
+        connection = await idle.get()
+        try:
+            status, body = await connection.post(request)
+            if status != 200 or orjson.loads(body)["response"]["uid"] != uid:
+                errors += 1
+        except Exception:
+            errors += 1
+            connection = await Connection.open(port, context)
+        finally:
+            idle.put_nowait(connection)
+        latencies.append(time.perf_counter() - scheduled)
+
+    loop_start = time.perf_counter()
+    total = int(rate * seconds)
+    for index in range(total):
+        scheduled = loop_start + index / rate
+        delay = scheduled - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        request, uid = requests[index % len(requests)]
+        task = asyncio.create_task(one(scheduled, request, uid))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+    await asyncio.gather(*tasks)
+    elapsed = time.perf_counter() - loop_start
+    while not idle.empty():
+        idle.get_nowait().close()
+    return Result(len(latencies), elapsed, _percentile(latencies, 0.5) * 1000, _percentile(latencies, 0.99) * 1000,
+                  errors)
+
+
+async def burst(port: int, context: ssl.SSLContext, reviews: Sequence[bytes], *, total: int,
+                connections: int) -> Result:
+    """`total` creations as fast as `connections` kept-alive connections allow; every answer checked."""
+    requests = raw_requests(reviews, port)
+    counter = iter(range(total))
+    latencies: list[float] = []
+    errors = 0
+
+    async def worker() -> None:
+        nonlocal errors
+        connection = await Connection.open(port, context)
+        for index in counter:
+            request, uid = requests[index % len(requests)]
+            started_at = time.perf_counter()
+            try:
+                status, body = await connection.post(request)
+                answer = orjson.loads(body)["response"]
+                if status != 200 or answer["uid"] != uid or answer["allowed"] is not True:
+                    errors += 1
+            except Exception:
+                errors += 1
+                connection.close()
+                connection = await Connection.open(port, context)
+            latencies.append(time.perf_counter() - started_at)
+        connection.close()
+
+    started_at = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(connections)))
+    elapsed = time.perf_counter() - started_at
+    return Result(len(latencies), elapsed, _percentile(latencies, 0.5) * 1000, _percentile(latencies, 0.99) * 1000,
+                  errors)
+
+
+# ---------------------------------------------------------------- main
+
+
+def make_tls(directory: Path) -> Tls:
+    sys.path.insert(0, str(ROOT))
+    from webhook.certs import write_dev_certs
+
+    ca, cert, key = write_dev_certs(directory, dns_names=("localhost",), ip_addresses=(HOST,))
+    return Tls(ca, cert, key)
+
+
+def _row(name: str, result: Result) -> str:
+    return (f"  {name:<11} {result.rate:9.0f} req/s   p50 {result.p50_ms:7.2f} ms   p99 {result.p99_ms:7.2f} ms"
+            f"   errors {result.errors}   ({result.requests} requests in {result.seconds:.1f} s)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=int, default=10, help="duration of each throughput and rate run")
+    parser.add_argument("--connections", type=int, default=32, help="wrk connections")
+    parser.add_argument("--rate", type=float, default=1000.0, help="fixed request rate for the p99 run")
+    parser.add_argument("--burst", type=int, default=50_000, help="Pod creations in the burst (0: skip)")
+    parser.add_argument("--burst-timeout", type=float, default=300.0, help="seconds the burst may take")
+    parser.add_argument("--null-server", type=int, metavar="PORT", help=argparse.SUPPRESS)
+    parser.add_argument("--cert", help=argparse.SUPPRESS)
+    parser.add_argument("--key", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.null_server:
+        null_server(args.null_server, args.cert, args.key)
+        return 0
+    if not shutil.which("wrk"):
+        raise SystemExit("wrk is not installed (apt-get install wrk)")
+    paths = sorted(CORPUS.glob("*.json"))
+    reviews = [p.read_bytes() for p in paths]
+    server_cpu, load_cpu = ("0", "1") if (os.cpu_count() or 1) > 1 else ("0", "0")
+    failures: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="pod-tailor-bench-") as scratch:
+        folder = Path(scratch)
+        tls = make_tls(folder)
+        script = folder / "reviews.lua"
+        script.write_text(LUA)
+        bodies = folder / "bodies.txt"
+        bodies.write_text("\n".join(str(p) for p in paths) + "\n")
+        context = ssl.create_default_context(cafile=str(tls.ca))
+        print(f"corpus: {len(reviews)} AdmissionReviews from {CORPUS}; server on CPU {server_cpu}, load on "
+              f"CPU {load_cpu}; TLS, HTTP/1.1 keep-alive")
+        throughput: dict[str, Result] = {}
+        steady: dict[str, Result] = {}
+        for name in ("pod-tailor", "null"):
+            with started(name, tls, server_cpu) as port:
+                run_wrk(port, seconds=2, connections=args.connections, script=script, bodies=bodies,
+                        cpu=load_cpu)  # warm-up
+                throughput[name] = run_wrk(port, seconds=args.seconds, connections=args.connections,
+                                           script=script, bodies=bodies, cpu=load_cpu)
+                steady[name] = asyncio.run(open_loop(port, context, reviews, rate=args.rate,
+                                                     seconds=args.seconds, connections=64))
+        print(f"\nthroughput (wrk, 1 thread, {args.connections} connections, {args.seconds} s):")
+        for name, result in throughput.items():
+            print(_row(name, result))
+        ratio = throughput["pod-tailor"].rate / throughput["null"].rate
+        print(f"  ratio pod-tailor / null: {ratio:.2f}   (target >= 0.80)")
+        print(f"\nfixed rate {args.rate:.0f} req/s (open loop, latency from the scheduled send time):")
+        for name, result in steady.items():
+            print(_row(name, result))
+        p99 = steady["pod-tailor"].p99_ms
+        print(f"  pod-tailor p99 {p99:.2f} ms   (target < 10 ms)")
+        if ratio < 0.8:
+            failures.append(f"throughput ratio {ratio:.2f} < 0.8")
+        if p99 >= 10:
+            failures.append(f"p99 {p99:.2f} ms at {args.rate:.0f} req/s")
+        if any(r.errors for r in (*throughput.values(), *steady.values())):
+            failures.append("errors during the throughput or fixed-rate runs")
+        if args.burst:
+            with started("pod-tailor", tls, server_cpu) as port:
+                try:
+                    result = asyncio.run(asyncio.wait_for(
+                        burst(port, context, reviews, total=args.burst, connections=64), args.burst_timeout))
+                except TimeoutError:
+                    failures.append(f"burst of {args.burst} did not finish within {args.burst_timeout:.0f} s")
+                else:
+                    print(f"\nburst of {args.burst} Pod creations (64 connections, every uid checked):")
+                    print(_row("pod-tailor", result))
+                    if result.errors or result.requests != args.burst:
+                        failures.append(f"burst: {result.errors} errors, {result.requests} answers")
+    print("\nresult: " + ("all targets met" if not failures else "MISSED: " + "; ".join(failures)))
+    return 0 if not failures else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""What to answer for a Pod, given its namespace mode and the engine's decision.
+
+A `Verdict` holds everything in the answer that does not depend on the request's uid or `dryRun`, so
+Pods with the same template (every replica of a ReplicaSet) can share one; see `VerdictCache`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from webhook.admission.budget import fit_audit, fit_warnings
+from webhook.admission.response import encode_patch
+from webhook.core.decision import Decision, Injection
+from webhook.core.namespace import Mode, NamespaceSettings
+
+__all__ = ["Outcome", "Verdict", "verdict"]
+
+
+class Outcome(StrEnum):
+    PATCHED = "patched"  # enforce: a patch was returned
+    UNCHANGED = "unchanged"  # enforce: nothing to add
+    DRY_RUN = "dry-run"  # namespace in dry-run mode: warnings say what would change
+    OFF = "off"  # namespace mode off
+    SKIPPED = "skipped"  # the engine left the Pod alone (opt-out label, excluded, ...)
+    IGNORED = "ignored"  # not a Pod CREATE: another kind, operation or a subresource
+    BAD_REQUEST = "bad-request"  # 400
+    TOO_LARGE = "too-large"  # 413
+    ERROR = "error"  # our fault: allowed unchanged, with a warning
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    outcome: Outcome
+    patch: str | None = None  # base64 JSON Patch, only for PATCHED
+    warnings: tuple[str, ...] = ()
+    audit: Mapping[str, str] = field(default_factory=dict)
+    injections: tuple[Injection, ...] = ()
+    workload: str | None = None
+    policy: str | None = None
+
+
+def _would(decision: Decision) -> list[str]:
+    return [f"{item.target}: {item.describe()}" for item in decision.injections]
+
+
+def verdict(settings: NamespaceSettings, decision: Decision) -> Verdict:
+    """Map the mode and the decision to an answer; enforce gives the same patch with or without dryRun."""
+    workload, policy = decision.workload or None, decision.policy
+    notes = [w if w.startswith("pod-tailor") else f"pod-tailor: {w}" for w in decision.warnings]
+    if settings.mode is Mode.OFF:
+        return Verdict(Outcome.OFF, workload=workload, policy=policy)
+    if decision.skipped is not None:
+        return Verdict(Outcome.SKIPPED, warnings=fit_warnings(notes), workload=workload, policy=policy)
+    if settings.mode is Mode.DRY_RUN:
+        would = _would(decision)
+        head = (
+            f"pod-tailor dry-run ({decision.policy} policy): {len(would)} value(s) would be injected"
+            if would else f"pod-tailor dry-run ({decision.policy} policy): nothing would be injected"
+        )
+        warnings = fit_warnings([head, *notes, *(f"pod-tailor would set {w}" for w in would)])
+        audit = fit_audit({"mode": "dry-run", "policy": decision.policy, "would-inject": would})
+        return Verdict(Outcome.DRY_RUN, warnings=warnings, audit=audit, injections=decision.injections,
+                       workload=workload, policy=policy)
+    if not decision.ops:
+        return Verdict(Outcome.UNCHANGED, warnings=fit_warnings(notes), workload=workload, policy=policy)
+    audit = fit_audit({"mode": "enforce", "policy": decision.policy, "injected": _would(decision)})
+    return Verdict(Outcome.PATCHED, patch=encode_patch(decision.ops), warnings=fit_warnings(notes),
+                   audit=audit, injections=decision.injections, workload=workload, policy=policy)
