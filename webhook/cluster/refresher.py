@@ -23,7 +23,7 @@ from webhook.cluster import metrics
 from webhook.cluster.config import SERVICE_ACCOUNT_DIR, ClusterConfig, discover
 from webhook.cluster.policy_source import PolicySource
 from webhook.cluster.watch import ListCall, Watched
-from webhook.core.facts import limit_range_items, parse_server_version
+from webhook.core.facts import LimitRangeItem, limit_range_items, parse_server_version
 from webhook.core.policy import PolicySet
 from webhook.core.snapshot import ClusterSnapshot
 from webhook.policy_files import bundled_policies, load_policy_file
@@ -44,17 +44,32 @@ def build_snapshot(
     server_version: tuple[int, int] | None,
     taken_at: float,
     source: str,
+    parsed: dict[tuple[str, str, str], tuple[LimitRangeItem, ...]] | None = None,
 ) -> ClusterSnapshot:
-    """One complete snapshot from the watched objects (several LimitRanges per namespace add up)."""
+    """One complete snapshot from the watched objects (several LimitRanges per namespace add up).
+
+    `parsed` caches parsed LimitRanges by (namespace, name, resourceVersion) across rebuilds: parsing
+    quantities is most of a rebuild's cost, and an event changes one object. Stale entries are dropped.
+    """
     labels = {
         str(ns["metadata"]["name"]): dict(ns["metadata"].get("labels") or {})
         for ns in namespaces
         if (ns.get("metadata") or {}).get("name")
     }
-    ranges: dict[str, tuple[Any, ...]] = {}
+    cache = {} if parsed is None else parsed
+    seen: set[tuple[str, str, str]] = set()
+    ranges: dict[str, tuple[LimitRangeItem, ...]] = {}
     for limit_range in sorted(limit_ranges, key=lambda lr: str(lr["metadata"].get("name"))):
-        namespace = str(limit_range["metadata"].get("namespace") or "")
-        ranges[namespace] = ranges.get(namespace, ()) + limit_range_items(limit_range)
+        meta = limit_range["metadata"]
+        namespace = str(meta.get("namespace") or "")
+        key = (namespace, str(meta.get("name")), str(meta.get("resourceVersion", "")))
+        seen.add(key)
+        items = cache.get(key)
+        if items is None:
+            items = cache[key] = limit_range_items(limit_range)
+        ranges[namespace] = ranges.get(namespace, ()) + items
+    for stale in cache.keys() - seen:
+        del cache[stale]
     return ClusterSnapshot(
         policies=policies,
         default_mode=settings.default_mode,
@@ -96,6 +111,7 @@ class ClusterRefresher:
         self._state: State | None = None
         self.server_version: tuple[int, int] | None = None
         self.fresh_at = 0.0  # last time the data was known to be current
+        self._parsed_limit_ranges: dict[tuple[str, str, str], tuple[LimitRangeItem, ...]] = {}
 
     # -- Refresher protocol ---------------------------------------------------------------------------
     async def run(self, state: State) -> None:
@@ -233,6 +249,7 @@ class ClusterRefresher:
                 server_version=self.server_version,
                 taken_at=self.fresh_at,
                 source=f"cluster {self._config.host}; policy from {outcome.origin}",
+                parsed=self._parsed_limit_ranges,
             )
             if self.synced:
                 state.swap_cluster(snapshot)
