@@ -20,8 +20,12 @@ registered up front; `kube.register("/apis/pod-tailor.io/v1alpha1", "workloadpro
 adds others (custom resources keep `apiVersion`/`kind` on list items, as the real server does).
 Supported: GET (object, list with `limit`/`continue`, `labelSelector` equality, `fieldSelector` on
 metadata.name/metadata.namespace), `watch=1` with `resourceVersion`, `allowWatchBookmarks`,
-`timeoutSeconds`; POST, PUT (optimistic concurrency on resourceVersion), PATCH (merge and JSON patch),
-DELETE; `/version`.
+`timeoutSeconds`; POST (with `generateName` and `dryRun=All`), PUT (optimistic concurrency on
+resourceVersion), PATCH (merge and JSON patch), DELETE; `/version`; legacy discovery (`/api`, `/apis`,
+`/api/v1`, ...) and an OpenAPI v3 index, enough for the real `kubectl create --dry-run=server`.
+`kube.add_mutating_webhook(entry, url=..., ca_file=...)` makes creates go through a real webhook over
+HTTPS (rules, namespaceSelector, objectSelector, failurePolicy honoured; warnings become `Warning`
+headers). `FakeKube(token="")` accepts any client (kubectl sends no bearer token over plain HTTP).
 """
 
 from __future__ import annotations
