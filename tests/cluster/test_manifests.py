@@ -226,7 +226,7 @@ class TestWebhookDeployment:
         (container,) = deployment["spec"]["template"]["spec"]["containers"]
         fields = {f.name for f in dataclasses.fields(Settings)}
         for env in container["env"]:
-            if env["name"].startswith(ENV_PREFIX) and env["name"] != "POD_TAILOR_PROMETHEUS_URL":
+            if env["name"].startswith(ENV_PREFIX):
                 assert env["name"].removeprefix(ENV_PREFIX).lower() in fields, env["name"]
         args = build_parser().parse_args(container["args"])
         assert args.command == container["args"][0]
