@@ -229,7 +229,7 @@ class ClusterRefresher:
     def _rebuild(self, *, touch: bool = True) -> None:
         """Build and swap a complete snapshot; called from the watch threads on every change."""
         state = self._state
-        if state is None:
+        if state is None or not self.synced:  # a partial view never replaces the current snapshot
             return
         with self._rebuild_lock:
             configmaps = self._watched["configmaps"].objects() if "configmaps" in self._watched else []
@@ -251,9 +251,8 @@ class ClusterRefresher:
                 source=f"cluster {self._config.host}; policy from {outcome.origin}",
                 parsed=self._parsed_limit_ranges,
             )
-            if self.synced:
-                state.swap_cluster(snapshot)
-                metrics.CLUSTER_SNAPSHOT_TIMESTAMP.set(self.fresh_at)
-                if self.name in state.pending:
-                    state.pending.discard(self.name)
-                    log.info("cluster: first full sync done (%d namespaces)", len(snapshot.namespaces or {}))
+            state.swap_cluster(snapshot)
+            metrics.CLUSTER_SNAPSHOT_TIMESTAMP.set(self.fresh_at)
+            if self.name in state.pending:
+                state.pending.discard(self.name)
+                log.info("cluster: first full sync done (%d namespaces)", len(snapshot.namespaces or {}))
