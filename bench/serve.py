@@ -306,6 +306,11 @@ def make_tls(directory: Path) -> Tls:
     return Tls(ca, cert, key)
 
 
+def _median(results: list[Result], *, by: str) -> Result:
+    ordered = sorted(results, key=lambda result: float(getattr(result, by)))
+    return ordered[len(ordered) // 2]
+
+
 def _row(name: str, result: Result) -> str:
     return (f"  {name:<22} {result.rate:9.0f} req/s   p50 {result.p50_ms:7.2f} ms   "
             f"p99 {result.p99_ms:7.2f} ms   errors {result.errors}   "
@@ -316,6 +321,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=int, default=10, help="duration of each throughput and rate run")
     parser.add_argument("--connections", type=int, default=32, help="wrk connections")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds; medians are reported")
     parser.add_argument("--rate", type=float, default=1000.0, help="fixed request rate for the p99 run")
     parser.add_argument("--uncached", action="store_true",
                         help="also measure pod-tailor with its verdict cache off (every Pod decided afresh)")
@@ -346,17 +352,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         context = ssl.create_default_context(cafile=str(tls.ca))
         print(f"corpus: {len(reviews)} AdmissionReviews from {CORPUS}; server on CPU {server_cpu}, load on "
               f"CPU {load_cpu}; TLS, HTTP/1.1 keep-alive")
-        throughput: dict[str, Result] = {}
-        steady: dict[str, Result] = {}
         names = ["pod-tailor", "null"] + ([UNCACHED] if args.uncached else [])
-        for name in names:
-            with started(name, tls, server_cpu) as port:
+        runs: dict[str, list[Result]] = {name: [] for name in names}
+        steady_runs: dict[str, list[Result]] = {name: [] for name in names}
+        with contextlib.ExitStack() as stack:
+            ports = {name: stack.enter_context(started(name, tls, server_cpu)) for name in names}
+            for port in ports.values():  # warm-up: imports, caches, TLS sessions
                 run_wrk(port, seconds=2, connections=args.connections, script=script, bodies=bodies,
-                        cpu=load_cpu)  # warm-up
-                throughput[name] = run_wrk(port, seconds=args.seconds, connections=args.connections,
-                                           script=script, bodies=bodies, cpu=load_cpu)
-                steady[name] = asyncio.run(open_loop(port, context, reviews, rate=args.rate,
-                                                     seconds=args.seconds, connections=64))
+                        cpu=load_cpu)
+            # Rounds alternate the servers, so a noisy neighbour hurts both alike; medians are reported.
+            for _ in range(args.rounds):
+                for name, port in ports.items():
+                    runs[name].append(run_wrk(port, seconds=args.seconds, connections=args.connections,
+                                              script=script, bodies=bodies, cpu=load_cpu))
+                for name, port in ports.items():
+                    steady_runs[name].append(asyncio.run(open_loop(
+                        port, context, reviews, rate=args.rate, seconds=args.seconds, connections=64)))
+        throughput = {name: _median(results, by="rate") for name, results in runs.items()}
+        steady = {name: _median(results, by="p99_ms") for name, results in steady_runs.items()}
+        print(f"(medians of {args.rounds} alternating rounds)")
         print(f"\nthroughput (wrk, 1 thread, {args.connections} connections, {args.seconds} s):")
         for name, result in throughput.items():
             print(_row(name, result))
