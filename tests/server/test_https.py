@@ -83,7 +83,8 @@ class TestNamespaceModes:
     def test_an_enforce_namespace_gets_the_patch(self, server: RunningServer) -> None:
         answer = answer_of(server.mutate(review_for(namespace="shop")), SAMPLE_UID)
         assert patch_of(answer)
-        assert "auditAnnotations" not in answer  # the Pod annotation pod-tailor.io/injected explains it
+        assert answer["auditAnnotations"]["mode"] == "enforce"
+        assert "requests.cpu" in answer["auditAnnotations"]["injected"]
 
     def test_an_unknown_namespace_gets_the_default_mode_enforce(self, server: RunningServer) -> None:
         answer = answer_of(server.mutate(review_for(namespace="brand-new")), SAMPLE_UID)
@@ -343,6 +344,9 @@ class TestProbesAndMetrics:
         assert metric(server, "pod_tailor_admission_requests_total", outcome="dry-run") == before + 1
         assert metric(server, "pod_tailor_admission_duration_seconds_count") > 0
         assert metric(server, "pod_tailor_snapshot_age_seconds", snapshot="cluster") == 0
+
+    def test_metrics_include_the_process_wide_registry(self, server: RunningServer) -> None:
+        assert metric(server, "python_info") == 1  # from prometheus_client's default registry
 
     def test_metrics_count_bad_requests_as_errors(self, server: RunningServer) -> None:
         before = metric(server, "pod_tailor_errors_total", reason="bad_request")

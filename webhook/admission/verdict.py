@@ -65,6 +65,6 @@ def verdict(settings: NamespaceSettings, decision: Decision) -> Verdict:
                        workload=workload, policy=policy)
     if not decision.ops:
         return Verdict(Outcome.UNCHANGED, warnings=fit_warnings(notes), workload=workload, policy=policy)
-    # No audit annotations here: the Pod's own pod-tailor.io/injected annotation says what was set.
+    audit = fit_audit({"mode": "enforce", "policy": decision.policy, "injected": _would(decision)})
     return Verdict(Outcome.PATCHED, patch=encode_patch(decision.ops), warnings=fit_warnings(notes),
-                   injections=decision.injections, workload=workload, policy=policy)
+                   audit=audit, injections=decision.injections, workload=workload, policy=policy)

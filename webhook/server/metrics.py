@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from webhook.admission import Answer, ErrorReason, Outcome
 from webhook.state import State
@@ -61,7 +61,8 @@ class Metrics:
             child.inc()
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        """This app's series, then the process-wide ones (cluster watches, process and GC collectors)."""
+        return generate_latest(self.registry) + generate_latest(REGISTRY)
 
 
 def _age_of(state: State, name: str) -> Callable[[], float]:
