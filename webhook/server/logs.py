@@ -46,7 +46,7 @@ class JsonFormatter(logging.Formatter):
 
 
 def configure_logging(level: str, *, stream: TextIO | None = None) -> None:
-    """Route pod-tailor's and uvicorn's loggers to one JSON-lines handler on stderr.
+    """Send every logger's records to one JSON-lines handler on stderr; ours and uvicorn's at `level`.
 
     A line is written per admission, so the per-record work the JSON lines do not use (caller lookup,
     thread and process names) is switched off, as the logging documentation's "Optimization" advises.
@@ -58,10 +58,13 @@ def configure_logging(level: str, *, stream: TextIO | None = None) -> None:
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonFormatter())
     numeric = logging.getLevelName(level.upper())
-    for name in ("pod_tailor", "uvicorn", "uvicorn.error"):
+    root = logging.getLogger()
+    root.handlers[:] = [handler]  # every logger's records end up here as JSON lines
+    root.setLevel(max(numeric, logging.WARNING))  # third-party libraries: warnings and worse only
+    for name in ("pod_tailor", "webhook", "uvicorn"):
         logger = logging.getLogger(name)
-        logger.handlers[:] = [handler]
+        logger.handlers.clear()
         logger.setLevel(numeric)
-        logger.propagate = False
+        logger.propagate = True
     # uvicorn's access log would repeat every request without the uid; ours already has it.
     logging.getLogger("uvicorn.access").disabled = True
