@@ -62,6 +62,9 @@ def test_a_files_own_default_is_the_base_for_its_other_policies() -> None:
         ("- just a list", "policy file: must be a mapping"),
         ("policies: {x: {drainSeconds: -1}}", "policies.x.drainSeconds: must be an integer"),
         ("a: [", "not valid YAML"),
+        ("policies: {x: {resources: {cpu: {reqest: 1}}}}", "policies.x.resources.cpu.reqest: unknown field"),
+        ("policies: {x: {probes: {startup: {successThreshold: 2}}}}", "startup.successThreshold: unknown"),
+        ("policies: {x: {drain: 5}}", "policies.x.drain: unknown field"),
     ],
 )
 def test_an_invalid_policy_file_gets_an_error_naming_the_field(text: str, message: str) -> None:

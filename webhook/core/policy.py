@@ -126,6 +126,13 @@ class _Reader:
             raise PolicyError(f"{self.path}.{key}: required")
         return self.data[key]
 
+    def only(self, *known: str) -> _Reader:
+        """Refuse keys this level does not know, so a typo is an error rather than a silent default."""
+        for key in self.data:
+            if key not in known:
+                raise PolicyError(f"{self.path}.{key}: unknown field (known: {', '.join(known)})")
+        return self
+
     def child(self, key: str) -> _Reader:
         return _Reader(self._get(key), f"{self.path}.{key}")
 
@@ -175,6 +182,7 @@ class _Reader:
 
 
 def _resource(reader: _Reader) -> ResourcePolicy:
+    reader.only("request", "min", "max", "limit", "limitRatio")
     policy = ResourcePolicy(
         request=reader.quantity("request"),
         min=reader.quantity("min"),
@@ -188,6 +196,8 @@ def _resource(reader: _Reader) -> ResourcePolicy:
 
 
 def _probe(reader: _Reader, *, readiness: bool) -> ProbeShape:
+    shape = ("enabled", "initialDelaySeconds", "periodSeconds", "timeoutSeconds", "failureThreshold")
+    reader.only(*shape, *(("successThreshold",) if readiness else ()))
     return ProbeShape(
         enabled=reader.boolean("enabled"),
         initial_delay_seconds=reader.integer("initialDelaySeconds", high=3600),
@@ -200,12 +210,15 @@ def _probe(reader: _Reader, *, readiness: bool) -> ProbeShape:
 
 
 def _policy(name: str, reader: _Reader) -> Policy:
-    features = reader.child("features")
+    reader.only("features", "resources", "limitRanger", "profiles", "probes", "preStop", "drainSeconds")
+    features = reader.child("features").only(*FEATURES)
     resources = reader.child("resources")
     unknown = set(resources.data) - set(MANAGED_RESOURCES)
     if unknown:
         raise PolicyError(f"{resources.path}: unknown resource {sorted(unknown)[0]!r}")
-    profiles, probes, pre_stop = reader.child("profiles"), reader.child("probes"), reader.child("preStop")
+    profiles = reader.child("profiles").only("use", "minConfidence", "startupCpuInLimit")
+    probes = reader.child("probes").only("httpPath", "readiness", "startup", "liveness")
+    pre_stop = reader.child("preStop").only("sleepSeconds", "whenVersionUnknown", "allowExec")
     return Policy(
         name=name,
         features=frozenset(feature for feature in FEATURES if features.boolean(feature)),
