@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -54,3 +57,20 @@ def pod_tailor_serve(*, cert: Path, key: Path, kubeconfig: Path, extra: Sequence
     finally:
         process.terminate()
         process.wait(10)
+
+
+def usable_kubectl(minimum: tuple[int, int] = (1, 27)) -> str | None:
+    """kubectl on PATH if it is recent enough (kustomize v5 built in, server-side dry run), else None."""
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        return None
+    try:
+        result = subprocess.run(
+            [kubectl, "version", "--client", "-o", "json"], capture_output=True, timeout=30
+        )
+        client = json.loads(result.stdout)["clientVersion"]
+    except (OSError, subprocess.TimeoutExpired, ValueError, KeyError):
+        return None
+    minor = re.match(r"\d+", str(client.get("minor", "")))
+    version = (int(client.get("major", 0)), int(minor[0]) if minor else 0)
+    return kubectl if version >= minimum else None

@@ -8,7 +8,6 @@ go through the same admission contract a cluster uses.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,12 +20,14 @@ from webhook.certs import write_dev_certs
 from webhook.kubectl_preview import controller_pod
 from webhook.sources import load_documents, pod_sources
 
-from .helpers import pod_tailor_serve, wait_until
+from .helpers import pod_tailor_serve, usable_kubectl, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = ROOT / "scripts" / "kubectl-pod_tailor"
-KUBECTL = shutil.which("kubectl")
-needs_kubectl = pytest.mark.skipif(KUBECTL is None, reason="kubectl not installed")
+KUBECTL = usable_kubectl()
+needs_kubectl = pytest.mark.skipif(
+    KUBECTL is None, reason="kubectl 1.27+ (kustomize v5 built in) not installed"
+)
 
 DEPLOYMENT = """\
 apiVersion: apps/v1

@@ -20,13 +20,17 @@ from webhook.certs_command import write_certificates
 from webhook.cli import build_parser
 from webhook.settings import ENV_PREFIX, Settings
 
+from .helpers import usable_kubectl
+
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "manifests"
 VERSIONS = ("1.30.0", kubernetes_validate.latest_version())
 # cert-manager's CRDs have no schema in kubernetes-validate; checked by hand below instead.
 CERT_MANAGER = {("cert-manager.io/v1", "Issuer"), ("cert-manager.io/v1", "Certificate")}
-KUBECTL = shutil.which("kubectl")
-needs_kubectl = pytest.mark.skipif(KUBECTL is None, reason="kubectl (with built-in kustomize) not installed")
+KUBECTL = usable_kubectl()
+needs_kubectl = pytest.mark.skipif(
+    KUBECTL is None, reason="kubectl 1.27+ (kustomize v5 built in) not installed"
+)
 
 
 def documents(path: Path) -> list[dict[str, Any]]:
@@ -71,7 +75,7 @@ def validate(obj: dict[str, Any], version: str) -> None:
 @pytest.fixture(scope="module")
 def self_signed_build(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     if KUBECTL is None:
-        pytest.skip("kubectl (with built-in kustomize) not installed")
+        pytest.skip("kubectl 1.27+ (kustomize v5 built in) not installed")
     copy = tmp_path_factory.mktemp("manifests") / "manifests"
     shutil.copytree(
         MANIFESTS, copy, ignore=shutil.ignore_patterns("*.crt", "*.key", "tls-secret.yaml", "cabundle.yaml")
