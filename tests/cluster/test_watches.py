@@ -326,3 +326,26 @@ def test_the_refresher_runs_as_an_asyncio_task_and_stops_when_cancelled(
     asyncio.run(asyncio.wait_for(scenario(), 10))
     wait_until(lambda: kube.open_watches() == 0, what="watches closed")
     assert not [t for t in threading.enumerate() if t.name.startswith("watch-") and t.is_alive()]
+
+
+class TestSnapshotAge:
+    def test_the_snapshot_is_confirmed_fresh_while_the_watches_are_connected(
+        self, kube: FakeKube, start, state: State
+    ) -> None:
+        start(resync_seconds=1)
+        wait_until(lambda: synced(state), what="first sync")
+        first = state.cluster.taken_at
+        wait_until(lambda: state.cluster.taken_at > first, what="heartbeat", timeout=5)
+        assert state.ages()["cluster"] < 2
+
+    def test_the_snapshot_ages_while_the_api_server_is_unreachable(
+        self, kube: FakeKube, start, state: State
+    ) -> None:
+        start(resync_seconds=1)
+        wait_until(lambda: synced(state), what="first sync")
+        kube.fail_next("/api/v1", 503, times=1000)
+        kube.drop_watches()
+        taken = state.cluster.taken_at
+        wait_until(lambda: state.ages()["cluster"] > 2.5, what="age growing", timeout=6)
+        assert state.cluster.taken_at == taken
+        assert not state.pending  # the last snapshot keeps serving
