@@ -419,6 +419,11 @@ class FakeKube:
         meta["uid"] = old["metadata"]["uid"] if old else str(uuid.uuid4())
         meta["creationTimestamp"] = old["metadata"]["creationTimestamp"] if old else _now()
         obj["apiVersion"], obj["kind"] = resource.api_version, resource.kind
+        if resource.plural == "namespaces" and resource.prefix == "/api/v1":
+            # As the real server does: the immutable name label (1.21+), finalizer and phase.
+            meta["labels"] = {**(meta.get("labels") or {}), "kubernetes.io/metadata.name": meta["name"]}
+            obj.setdefault("spec", {"finalizers": ["kubernetes"]})
+            obj.setdefault("status", {"phase": "Active"})
         bucket[key] = obj
         self._publish(_Event(self._rv, "MODIFIED" if old else "ADDED", resource, copy.deepcopy(obj)))
         return copy.deepcopy(obj)
