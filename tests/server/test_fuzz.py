@@ -73,7 +73,7 @@ def mutated_reviews(draw: st.DrawFn) -> dict[str, Any]:
         positions = list(_containers(review))
         if not positions:
             break
-        parent, key = draw(st.sampled_from(positions))
+        parent, key = positions[draw(st.integers(0, len(positions) - 1))]  # cheaper than sampled_from
         action = draw(st.sampled_from(["replace", "drop", "add"]))
         if action == "replace":
             parent[key] = draw(json_values)
