@@ -7,6 +7,7 @@ Pod's creation even under `failurePolicy: Ignore`. Nothing here raises.
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -97,8 +98,15 @@ def _fault(review: Review, reason: ErrorReason, exc: BaseException, *, workload:
         workload=workload,
         dry_run=review.dry_run,
         error=reason,
-        detail=f"{type(exc).__name__}: {exc}"[:500],
+        detail=_describe(exc),
     )
+
+
+def _describe(exc: BaseException) -> str:
+    """Exception type, where it was raised and the start of its message (for the log line)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" at {frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno}" if frames else ""
+    return f"{type(exc).__name__}{where}: {str(exc)[:200]}"
 
 
 def _answer(review: Review, found: Verdict) -> Answer:
