@@ -356,6 +356,19 @@ class FakeKube:
             for watch in list(self._watches):
                 self._send_event(watch, "ERROR", _gone(self._rv, self._rv))
 
+    def error_watches(self, code: int = 500, message: str = "etcdserver: request timed out") -> None:
+        """Send an ERROR event with another Status to every open watch (then the stream ends)."""
+        with self._cond:
+            for watch in list(self._watches):
+                self._send_event(
+                    watch, "ERROR", status_object(code, _REASONS.get(code, "InternalError"), message)
+                )
+                watch.dropped = True  # the real server closes the stream after an ERROR event
+                with contextlib.suppress(OSError):
+                    watch.connection.sendall(b"0\r\n\r\n")
+                self._forget(watch)
+            self._cond.notify_all()
+
     def drop_watches(self) -> int:
         """Abruptly close every open watch connection (no terminating chunk); returns how many."""
         with self._cond:

@@ -212,6 +212,14 @@ class TestResuming:
         wait_until(lambda: "shop" not in (state.cluster.namespaces or {}), what="re-list")
         assert set(state.cluster.namespaces or {}) == {"new"}
         assert len(lists(kube, "/api/v1/namespaces?")) == 2
+        assert metric_value("pod_tailor_watch_lists_total", resource="namespaces", reason="gone") >= 1
+
+    def test_another_error_inside_a_watch_relists_after_a_backoff(self, kube: FakeKube, state: State) -> None:
+        kube.error_watches(500)
+        wait_until(lambda: len(lists(kube, "/api/v1/namespaces?")) == 2, what="re-list")
+        kube.put(namespace("after-error"))
+        wait_until(lambda: "after-error" in (state.cluster.namespaces or {}), what="watch after re-list")
+        assert metric_value("pod_tailor_watch_lists_total", resource="namespaces", reason="error") >= 1
 
     def test_an_error_410_inside_an_open_watch_relists(self, kube: FakeKube, state: State) -> None:
         kube.expire_watches()
@@ -259,6 +267,10 @@ class TestServerVersion:
 
 def metric(name: str) -> float | None:
     return REGISTRY.get_sample_value(name)
+
+
+def metric_value(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
 
 
 class TestPolicyConfigMap:
