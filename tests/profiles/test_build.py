@@ -161,7 +161,7 @@ def test_a_build_that_hits_max_samples_splits_the_window_and_agrees(
 
     copy = tmp_path_factory.mktemp("limited") / "data"
     shutil.copytree(history.data_dir, copy, ignore=shutil.ignore_patterns("lock", "wal", "chunks_head"))
-    with PromServer(copy, max_samples=200_000) as server:
+    with PromServer(copy, max_samples=60_000) as server:
         prom = Prometheus(server.url)
         split = build_profiles(prom, test_settings(namespaces=("shop",)), end=scenarios.END)
         prom.close()

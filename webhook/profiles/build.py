@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -38,15 +39,20 @@ class BuildSettings:
     rate_window: str = "5m"  # the `rate()` window over the CPU counter (>= 2 scrape intervals)
     # Resolution of each series' first and last time seen (the "hours of history"): coarse, because
     # that query is the most expensive per point; hours are exact to this step at each end.
-    coverage_step: str = "10m"
+    coverage_step: str = "1h"
+    # Start-up CPU is read from the most recent container starts only: that query costs a full pass
+    # over the look-back (every series, every step), and recent starts describe the current image.
+    startup_lookback: str = "3d"
+    concurrency: int = 4  # queries in flight at once (Prometheus evaluates them on separate cores)
     namespaces: tuple[str, ...] = ()  # empty: every namespace
     # Series with fewer samples than this (short-lived Pods: Jobs, churn) are fetched whole, so their
     # share of the pooled percentile is exact rather than interpolated between a few quantiles.
-    raw_limit: int = 1000
+    raw_limit: int = 200
+    raw_budget: int = 2_000_000  # at most this many values fetched whole per build (memory bound)
     strategy: StrategySettings = field(default_factory=StrategySettings)
 
     def __post_init__(self) -> None:
-        for name in ("window", "step", "rate_window", "coverage_step"):
+        for name in ("window", "step", "rate_window", "coverage_step", "startup_lookback"):
             queries.duration(getattr(self, name))  # raises ValueError naming the bad text
         if queries.duration(self.step) > queries.duration(self.window):
             raise ValueError(f"step {self.step} is longer than the window {self.window}")
@@ -145,7 +151,13 @@ def _fetch_short_series(
     prom: Prometheus, settings: BuildSettings, stats: dict[_SeriesId, list[SeriesStats]], *, end: float
 ) -> None:
     """Replace the quantile summaries of short series by all their values (one query per 500 Pods)."""
-    short = sorted(sid for sid, parts in stats.items() if sum(p.samples for p in parts) < settings.raw_limit)
+    sizes = {sid: sum(p.samples for p in parts) for sid, parts in stats.items()}
+    short, budget = [], settings.raw_budget
+    for sid in sorted(sizes, key=lambda sid: (sizes[sid], sid)):
+        if sizes[sid] >= settings.raw_limit or sizes[sid] > budget:
+            break
+        short.append(sid)
+        budget -= sizes[sid]
     pods = sorted({(sid[0], sid[1]) for sid in short})
     values: dict[_SeriesId, list[float]] = defaultdict(list)
     for lo in range(0, len(pods), 500):
@@ -158,9 +170,9 @@ def _fetch_short_series(
         step = queries.duration(settings.step)
         window = queries.duration(settings.window)
         for series in prom.range(query, start=end - window + step, end=end, step=step):
-            sid = _series_id(dict(series.labels))
-            if sid is not None:
-                values[sid] += [max(v, 0.0) for _, v in series.points]
+            found = _series_id(dict(series.labels))
+            if found is not None:
+                values[found] += [max(v, 0.0) for _, v in series.points]
     for sid in short:
         if values.get(sid):
             parts = stats[sid]
@@ -217,32 +229,42 @@ def build_profiles(
     window, ns = collector.window, settings.namespaces
     scope = ", ".join(ns) if ns else "all namespaces"
     progress(f"reading {settings.window} of history from {prom.url} ({scope})")
-    owners = Owners.from_samples(prom.instant(queries.owners_query(ns, span=window), at=end))
-    progress(f"  owners: {len(owners.pods)} pods known to kube-state-metrics")
     grid = settings.strategy.quantile_grid()
     coverage = queries.duration(settings.coverage_step)
-    memory = collector.sliced(
-        "memory", lambda span: queries.memory_stats(ns, span=span, coverage_step=coverage)
-    )
-    cpu = collector.sliced(
-        "cpu",
-        lambda span: queries.cpu_stats(
-            ns, span=span, step=collector.step, rate_window=collector.rate, quantiles=grid
-        ),
-    )
-    stats = _slice_stats(memory, cpu)
-    _fetch_short_series(prom, settings, stats, end=end)
-    oom: dict[_SeriesId, int] = {}
-    for sample in prom.instant(queries.oom_kills(ns, span=window), at=end):
-        sid = _series_id(dict(sample.labels))
-        if sid is not None:
-            oom[sid] = 1
-    requests: dict[_SeriesId, dict[str, Decimal]] = defaultdict(dict)
-    for sample in prom.instant(queries.requests_query(ns, span=window), at=end):
-        sid, resource = _series_id(dict(sample.labels)), sample.labels.get("resource")
-        if sid is not None and resource in {"cpu", "memory"}:
-            requests[sid][resource] = Decimal(repr(sample.value))
-    startups = _startups(prom, settings, start=end - window, end=end)
+    lookback = min(window, queries.duration(settings.startup_lookback))
+    with ThreadPoolExecutor(max_workers=max(1, settings.concurrency)) as pool:
+        # The expensive passes first, so they overlap; results are joined below in a fixed order.
+        cpu_f = pool.submit(
+            collector.sliced,
+            "cpu",
+            lambda span: queries.cpu_stats(
+                ns, span=span, step=collector.step, rate_window=collector.rate, quantiles=grid
+            ),
+        )
+        memory_f = pool.submit(
+            collector.sliced,
+            "memory",
+            lambda span: queries.memory_stats(ns, span=span, coverage_step=coverage),
+        )
+        startups_f = pool.submit(_startups, prom, settings, start=end - lookback, end=end)
+        owners_f = pool.submit(prom.instant, queries.owners_query(ns, span=window), at=end)
+        oom_f = pool.submit(prom.instant, queries.oom_kills(ns, span=window), at=end)
+        requests_f = pool.submit(prom.instant, queries.requests_query(ns, span=window), at=end)
+        owners = Owners.from_samples(owners_f.result())
+        progress(f"  owners: {len(owners.pods)} pods known to kube-state-metrics")
+        stats = _slice_stats(memory_f.result(), cpu_f.result())
+        _fetch_short_series(prom, settings, stats, end=end)
+        oom: dict[_SeriesId, int] = {}
+        for sample in oom_f.result():
+            sid = _series_id(dict(sample.labels))
+            if sid is not None:
+                oom[sid] = 1
+        requests: dict[_SeriesId, dict[str, Decimal]] = defaultdict(dict)
+        for sample in requests_f.result():
+            sid, resource = _series_id(dict(sample.labels)), sample.labels.get("resource")
+            if sid is not None and resource in {"cpu", "memory"}:
+                requests[sid][resource] = Decimal(repr(sample.value))
+        startups = startups_f.result()
     progress(f"  start-up: {sum(len(v) for v in startups.values())} container starts seen")
 
     histories: dict[tuple[WorkloadKey, str], list[_SeriesId]] = defaultdict(list)

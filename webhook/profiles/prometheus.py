@@ -8,6 +8,7 @@ is kept and reported by the caller rather than silently treated as complete.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,6 +51,7 @@ class Prometheus:
     warnings: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        self._lock = threading.Lock()  # builds run several queries at once
         self.url = self.url.rstrip("/")
         if self.client is None:
             self.client = httpx.Client(timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)))
@@ -60,7 +62,8 @@ class Prometheus:
 
     def _call(self, endpoint: str, params: dict[str, str]) -> Any:
         assert self.client is not None
-        self.queries += 1
+        with self._lock:
+            self.queries += 1
         where = f"{self.url}{endpoint}"
         try:
             response = self.client.post(where, data=params)
@@ -82,8 +85,8 @@ class Prometheus:
             if "too many samples" in str(message):
                 raise TooManySamplesError(text)
             raise PrometheusError(text)
-        for warning in body.get("warnings") or ():
-            self.warnings.append(f"{endpoint}: {warning}")
+        with self._lock:
+            self.warnings += [f"{endpoint}: {warning}" for warning in body.get("warnings") or ()]
         data = body.get("data")
         if not isinstance(data, dict) or "result" not in data:
             raise PrometheusError(f"Prometheus at {self.url}: answer without data.result")

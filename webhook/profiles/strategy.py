@@ -77,14 +77,12 @@ class StrategySettings:
         return self.cpu_percentile / 100
 
     def quantile_grid(self) -> tuple[float, ...]:
-        """CPU quantiles fetched per series for the mixture: the target, one knot either side, the max.
+        """CPU quantiles fetched per series for the mixture: the target and the max.
 
-        Knots close to the target matter: between knots the CDF is taken as linear, which is poor
-        across the gap between a quiet baseline and bursts (a short Pod with or without a burst).
+        Each is one full pass of Prometheus over the window, the dominant cost of a build, so two.
+        Series short enough to matter by their few points are fetched whole instead (`build`).
         """
-        q = self.quantile
-        knots = {round(max(q - 0.05, q / 2), 6), round(q, 6), round((1 + q) / 2, 6), 1.0}
-        return tuple(sorted(knots))
+        return tuple(sorted({round(self.quantile, 6), 1.0}))
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,15 +130,9 @@ def _cdf(knots: Sequence[tuple[float, float]], x: float) -> float:
     return 1.0
 
 
-def _position(q: float, n: int) -> float:
-    """Where the linear-interpolation q-quantile of n points sits on the CDF (Hazen: rank + 1/2 over n)."""
-    return (q * (n - 1) + 0.5) / n
-
-
 def series_knots(stats: SeriesStats) -> list[tuple[float, float]]:
-    """(cores, cumulative probability) knots of a series known by its quantiles (Hazen positions)."""
-    n = max(stats.samples, 1)
-    return sorted((v, _position(q, n)) for q, v in stats.cpu_quantiles.items())
+    """(cores, cumulative probability) knots of a series known by its quantiles."""
+    return sorted((v, q) for q, v in stats.cpu_quantiles.items())
 
 
 def exact_quantile(values: Sequence[float], q: float) -> float:
@@ -158,8 +150,9 @@ def mixture_quantile(
     """The q-quantile of all usage pooled: series known by (value, CDF) knots plus series known whole.
 
     With only whole series this is the exact quantile of the pooled values. Otherwise the pooled CDF
-    (sample-weighted piecewise-linear CDFs, plus the exact count of known values) is solved for q by
-    bisection; knots sit at Hazen positions, so a series known by its q-quantile answers exactly that.
+    (sample-weighted piecewise-linear CDFs through each series' knots, plus the exact count of the
+    values known whole) is solved for q by bisection: series that share their q-quantile give exactly
+    that value, and the answer always lies between the series' own q-quantiles.
     """
     usable = [(n, knots) for n, knots in summaries if n > 0 and knots]
     if not usable:
@@ -168,7 +161,7 @@ def mixture_quantile(
         return exact_quantile(values, q)
     ordered = sorted(values)
     total = sum(n for n, _ in usable) + len(ordered)
-    target = _position(q, total)
+    target = q
     lo = 0.0
     hi = max([v for _, knots in usable for v, _ in knots] + ordered[-1:])
     for _ in range(100):
