@@ -110,7 +110,7 @@ def test_steady_workloads_record_start_up_cpu_but_no_start_up_phase(built: Build
 def test_a_brand_new_workload_gets_no_recommendation_with_the_reason(built: BuildResult) -> None:
     profile = built.document.workloads[WorkloadKey("shop", "Deployment", "fresh")].containers["app"]
     assert isinstance(profile, NoRecommendation)
-    assert "only 1.9h" in profile.reason
+    assert "only 2.0h" in profile.reason
     assert "needs 24h" in profile.reason
 
 

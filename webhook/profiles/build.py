@@ -112,9 +112,15 @@ def _series_id(labels: dict[str, str] | object) -> _SeriesId | None:
 
 
 def _slice_stats(
-    memory: list[tuple[int, Sample]], cpu: list[tuple[int, Sample]]
+    memory: list[tuple[int, Sample]],
+    cpu: list[tuple[int, Sample]],
+    *,
+    window: tuple[float, float],
+    coverage_step: int,
 ) -> dict[_SeriesId, list[SeriesStats]]:
     """Join the memory and CPU answers per (series, slice) into `SeriesStats`."""
+    lo, hi = window
+    half_step = coverage_step / 2
     mem: dict[tuple[_SeriesId, int], dict[str, float]] = defaultdict(dict)
     for index, sample in memory:
         sid = _series_id(dict(sample.labels))
@@ -133,13 +139,17 @@ def _slice_stats(
     for (sid, index), stats in mem.items():
         if "count" not in stats:
             continue
-        # A series shorter than the coverage step may never be seen at a step: it counts no hours.
-        first = stats.get("first", stats.get("last", 0.0))
+        # First and last are the first and last coverage steps the series was seen at; its life
+        # extends half a step beyond each on average. A series never seen at a step counts no hours.
+        seen = stats.get("first", stats.get("last", 0.0)), stats.get("last", stats.get("first", 0.0))
+        first, last = max(lo, seen[0] - half_step), min(hi, seen[1] + half_step)
+        if "first" not in stats and "last" not in stats:
+            first = last = hi
         out[sid].append(
             SeriesStats(
                 samples=int(stats["count"]),
                 first=first,
-                last=stats.get("last", first),
+                last=last,
                 memory_peak=stats.get("max"),
                 cpu_quantiles=by_slice.get((sid, index), {}),
             )
@@ -252,7 +262,9 @@ def build_profiles(
         requests_f = pool.submit(prom.instant, queries.requests_query(ns, span=window), at=end)
         owners = Owners.from_samples(owners_f.result())
         progress(f"  owners: {len(owners.pods)} pods known to kube-state-metrics")
-        stats = _slice_stats(memory_f.result(), cpu_f.result())
+        stats = _slice_stats(
+            memory_f.result(), cpu_f.result(), window=(end - window, end), coverage_step=coverage
+        )
         _fetch_short_series(prom, settings, stats, end=end)
         oom: dict[_SeriesId, int] = {}
         for sample in oom_f.result():

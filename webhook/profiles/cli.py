@@ -179,8 +179,9 @@ def build_once(args: argparse.Namespace, store: ProfileStore) -> BuildResult:
         result = build_profiles(prom, settings, progress=_progress(args.quiet))
     finally:
         prom.close()
-    for warning in result.warnings:
-        print(f"warning: Prometheus: {warning}", file=sys.stderr)
+    for warning in dict.fromkeys(result.warnings):  # the same warning comes once per query
+        times = result.warnings.count(warning)
+        print(f"warning: Prometheus: {warning}" + (f" (x{times})" if times > 1 else ""), file=sys.stderr)
     if result.warnings and not args.allow_partial:
         raise PrometheusError(
             f"Prometheus reported partial data ({len(result.warnings)} warning(s)); the store was not "
@@ -253,7 +254,7 @@ def _evidence(profile: Recommendation) -> str:
     )
     if ev.oom_kills:
         text += f", {ev.oom_kills} OOM kill(s)"
-    if profile.startup_cpu is not None:
+    if profile.startup_cpu is not None and profile.startup_cpu > profile.cpu:
         text += f", start-up peak {render_cpu(profile.startup_cpu)}"
         if profile.startup_seconds is not None:
             text += f" for {profile.startup_seconds:.0f}s"
