@@ -1,0 +1,226 @@
+"""Profile build at cluster scale against a real, backfilled Prometheus; profile lookup at admission.
+
+Generates `--workloads` Deployments x `--containers` containers x `--replicas` replicas over `--days`
+at `--resolution` seconds, with churn (every Pod replaced every ~2 days, a new ReplicaSet hash every
+~5 days), backfills it with promtool, starts Prometheus with its default limits, then times one
+`pod-tailor profiles build` in a child process (its own peak RSS) and prints the number of queries.
+Finally it times `ProfileSnapshot.for_workload` with 1,000 and 100,000 profiles loaded (O(1): the
+ratio should be about 1). Targets: build under 60 s, build RSS under 500 MiB.
+
+    .venv/bin/python bench/profiles.py                       # 2,000 x 3 x 3, 14 days at 5 minutes
+    .venv/bin/python bench/profiles.py --resolution 60       # the same at 1 minute (~60 GB of text)
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from decimal import Decimal
+from pathlib import Path
+from typing import IO
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "profiles"))
+
+from promserver import PromServer, backfill
+
+from webhook.core.profile import Evidence, Recommendation
+from webhook.core.snapshot import ProfileSnapshot
+from webhook.core.workload import WorkloadKey
+from webhook.profiles.store import FileStore, ProfileDocument, WorkloadEntry, load_snapshot
+
+DAY = 86_400
+MIB = 2**20
+SAFE = "bcdfghjklmnpqrstvwxz2456789"
+POD_LIFE = 2 * DAY
+RS_LIFE = 5 * DAY
+
+
+def _name(rng: random.Random, length: int) -> str:
+    return "".join(rng.choice(SAFE) for _ in range(length))
+
+
+def _pods(
+    rng: random.Random, workload: str, *, start: int, end: int, replicas: int, step: int
+) -> list[tuple[str, int, int]]:
+    """(pod name, first sample, last sample) for every Pod the Deployment had, with churn."""
+    pods = []
+    rs_start = start
+    while rs_start < end:
+        rs_end = min(end, rs_start + RS_LIFE)
+        rs = f"{workload}-{_name(rng, 9)}"
+        for replica in range(replicas):
+            t = rs_start + replica * step
+            while t < rs_end:
+                life = int(POD_LIFE * (0.7 + 0.6 * rng.random()))
+                stop = min(rs_end, t + life)
+                pods.append((f"{rs}-{_name(rng, 5)}", t - t % step + step // 2, stop - stop % step))
+                t = stop
+        rs_start = rs_end
+    return pods
+
+
+def _memory_lines(prefix: str, base: float, times: range) -> str:
+    """A working set slowly waving around `base` bytes."""
+    values = (int(base * (0.9 + 0.1 * math.sin(t / 13_751.0))) + t % 7919 * 64 for t in times)
+    return "".join(f"{prefix}{value} {t}\n" for value, t in zip(values, times, strict=True))
+
+
+def generate(
+    out: IO[str], *, workloads: int, containers: int, replicas: int, days: int, step: int, end: int
+) -> int:
+    """Write the OpenMetrics history; returns the number of samples."""
+    rng = random.Random(42)
+    start = end - days * DAY
+    families = ("container_cpu_usage_seconds_total", "container_memory_working_set_bytes",
+                "container_start_time_seconds")
+    plan = []
+    for w in range(workloads):
+        namespace = f"team-{w % 40:02d}"
+        name = f"svc-{w:04d}"
+        level = 0.05 + 2.0 * rng.random() ** 2
+        memory = (64 + 2000 * rng.random() ** 2) * MIB
+        pods = _pods(rng, name, start=start, end=end, replicas=replicas, step=step)
+        plan.append((namespace, level, memory, pods))
+    samples = 0
+    for family in families:
+        kind = "counter" if family.endswith("_total") else "gauge"
+        out.write(f"# TYPE {family.removesuffix('_total')} {kind}\n")
+        for namespace, level, memory, pods in plan:
+            for c in range(containers):
+                container = ("app", "proxy", "log")[c % 3] + ("" if c < 3 else str(c))
+                share = 1.0 if c == 0 else 0.2
+                for pod, first, last in pods:
+                    labels = f'{{namespace="{namespace}",pod="{pod}",container="{container}"}}'
+                    prefix = f"{family}{labels} "
+                    times = range(first, last + 1, step)
+                    if family == "container_start_time_seconds":
+                        begin = str(first - step // 2)
+                        out.write("".join(f"{prefix}{begin} {t}\n" for t in times))
+                    elif family == "container_memory_working_set_bytes":
+                        out.write(_memory_lines(prefix, memory * share, times))
+                    else:
+                        counter = 1000.0
+                        parts = []
+                        for t in times:
+                            phase = math.sin(2 * math.pi * (t % DAY) / DAY)
+                            jitter = 0.2 * ((t * 2654435761) % 997) / 997
+                            counter += level * share * (1.0 + 0.4 * phase + jitter) * step
+                            parts.append(f"{prefix}{counter:.3f} {t}\n")
+                        out.write("".join(parts))
+                    samples += len(times)
+    out.write("# EOF\n")
+    return samples
+
+
+def _peak_rss_of(args: list[str], env: dict[str, str]) -> tuple[int, float, str]:
+    """Run a child, return (exit code, its own peak RSS in MiB, its stdout+stderr)."""
+    with tempfile.TemporaryFile("w+") as log:
+        child = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+        log.seek(0)
+        return child.returncode, usage.ru_maxrss / 1024, log.read()
+
+
+def _vm_hwm(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def lookup_ns(count: int, *, rounds: int = 1_000_000) -> tuple[float, float]:
+    """Nanoseconds per `for_workload` with `count` profiles loaded, and seconds to load them from JSON."""
+    evidence = Evidence("14d", 20_160, 336.0, 95.0, 0.15, 0.93)
+    rec = Recommendation(Decimal("0.25"), Decimal(256 * MIB), evidence)
+    keys = [WorkloadKey(f"team-{i % 40:02d}", "Deployment", f"svc-{i:06d}") for i in range(count)]
+    document = ProfileDocument({k: WorkloadEntry({"app": rec}) for k in keys}, time.time(), "bench")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "profiles.json"
+        FileStore(path).write(document)
+        started = time.perf_counter()
+        snapshot: ProfileSnapshot = load_snapshot(path)
+        load_seconds = time.perf_counter() - started
+    rng = random.Random(7)
+    probes = [rng.choice(keys) for _ in range(1000)]
+    lookup = snapshot.for_workload
+    best = math.inf
+    for _ in range(5):
+        started = time.perf_counter_ns()
+        for _ in range(rounds // 1000):
+            for key in probes:
+                lookup(key)
+        best = min(best, (time.perf_counter_ns() - started) / rounds)
+    return best, load_seconds
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--workloads", type=int, default=2000)
+    parser.add_argument("--containers", type=int, default=3)
+    parser.add_argument("--replicas", type=int, default=3)
+    parser.add_argument("--days", type=int, default=14)
+    parser.add_argument("--resolution", type=int, default=300, help="seconds between samples [300]")
+    parser.add_argument("--keep", type=Path, help="keep (or reuse) the backfilled data here")
+    parser.add_argument("--skip-build", action="store_true", help="only the lookup measurement")
+    args = parser.parse_args()
+    step = args.resolution
+    print(f"workloads {args.workloads} x containers {args.containers} x replicas {args.replicas}, "
+          f"{args.days} days at {step}s, Pods replaced every ~2 days, new ReplicaSet every 5 days")
+    if not args.skip_build:
+        root = args.keep or Path(tempfile.mkdtemp(prefix="pod-tailor-bench-"))
+        data = root / "data"
+        end = (int(time.time()) // step) * step - step
+        if not (data.exists() and any(data.iterdir())):
+            root.mkdir(parents=True, exist_ok=True)
+            source = root / "history.om"
+            started = time.monotonic()
+            with source.open("w", buffering=1 << 22) as out:
+                samples = generate(out, workloads=args.workloads, containers=args.containers,
+                                   replicas=args.replicas, days=args.days, step=step, end=end)
+            size = source.stat().st_size / 2**30
+            took = time.monotonic() - started
+            print(f"generated {samples:,} samples ({size:.1f} GiB OpenMetrics) in {took:.0f}s")
+            seconds = backfill(source, data)
+            source.unlink()
+            print(f"backfilled with promtool in {seconds:.0f}s")
+        with PromServer(data) as server:
+            assert server.process is not None
+            store = root / "profiles.json"
+            env = dict(os.environ, POD_TAILOR_PROFILES=str(store))
+            command = [sys.executable, "-m", "webhook.cli", "profiles", "build", "--prometheus", server.url,
+                       "--window", f"{args.days}d", "--step", f"{step}s", "--rate-window", f"{2 * step}s",
+                       "--startup-window", str(max(300, 4 * step))]
+            started = time.monotonic()
+            code, rss, output = _peak_rss_of(command, env)
+            elapsed = time.monotonic() - started
+            prometheus_rss = _vm_hwm(server.process.pid)
+        print(output.rstrip())
+        if code != 0:
+            print(f"build FAILED with exit code {code}")
+            return 1
+        print(f"build: {elapsed:.1f}s wall (target < 60s), peak RSS {rss:.0f} MiB (target < 500 MiB); "
+              f"Prometheus peak RSS {prometheus_rss:.0f} MiB")
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+    small, load_small = lookup_ns(1_000)
+    large, load_large = lookup_ns(100_000)
+    print(f"lookup: {small:.0f} ns with 1,000 profiles, {large:.0f} ns with 100,000 "
+          f"(ratio {large / small:.2f}, O(1)); loading the store: {load_small * 1000:.0f} ms vs "
+          f"{load_large:.1f} s")
+    print(f"bench process peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
