@@ -26,9 +26,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Coroutine, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 import httpx
 import orjson
@@ -39,6 +40,7 @@ CORPUS = Path(os.environ.get("POD_TAILOR_CORPUS", "/work/shared/corpus/reviews")
 PATH = "/mutate?timeout=10s"
 HOST = "127.0.0.1"
 UNCACHED = "pod-tailor (no cache)"
+T = TypeVar("T")
 
 LUA = r"""
 local requests = {}
@@ -298,6 +300,15 @@ async def burst(port: int, context: ssl.SSLContext, reviews: Sequence[bytes], *,
 # ---------------------------------------------------------------- main
 
 
+def _run(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run on uvloop when installed (as uvicorn does), so the load generator stays cheap and steady."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(coroutine)
+    return uvloop.run(coroutine)
+
+
 def make_tls(directory: Path) -> Tls:
     sys.path.insert(0, str(ROOT))
     from webhook.certs import write_dev_certs
@@ -366,7 +377,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     runs[name].append(run_wrk(port, seconds=args.seconds, connections=args.connections,
                                               script=script, bodies=bodies, cpu=load_cpu))
                 for name, port in ports.items():
-                    steady_runs[name].append(asyncio.run(open_loop(
+                    steady_runs[name].append(_run(open_loop(
                         port, context, reviews, rate=args.rate, seconds=args.seconds, connections=64)))
         throughput = {name: _median(results, by="rate") for name, results in runs.items()}
         steady = {name: _median(results, by="p99_ms") for name, results in steady_runs.items()}
@@ -393,7 +404,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.burst:
             with started("pod-tailor", tls, server_cpu) as port:
                 try:
-                    result = asyncio.run(asyncio.wait_for(
+                    result = _run(asyncio.wait_for(
                         burst(port, context, reviews, total=args.burst, connections=64), args.burst_timeout))
                 except TimeoutError:
                     failures.append(f"burst of {args.burst} did not finish within {args.burst_timeout:.0f} s")
