@@ -5,7 +5,9 @@ from __future__ import annotations
 import base64
 import copy
 import re
+import shutil
 import ssl
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -344,6 +346,16 @@ class TestProbesAndMetrics:
         assert metric(server, "pod_tailor_admission_requests_total", outcome="dry-run") == before + 1
         assert metric(server, "pod_tailor_admission_duration_seconds_count") > 0
         assert metric(server, "pod_tailor_snapshot_age_seconds", snapshot="cluster") == 0
+
+    def test_metrics_pass_prometheus_own_lint(self, server: RunningServer) -> None:
+        promtool = shutil.which("promtool")
+        if promtool is None:
+            pytest.skip("promtool is not installed (scripts/test installs Debian's prometheus)")
+        server.mutate(review_for(namespace="shop"))
+        text = server.default_client.get("/metrics").text
+        checked = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True,
+                                 timeout=60)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
 
     def test_metrics_include_the_process_wide_registry(self, server: RunningServer) -> None:
         assert metric(server, "python_info") == 1  # from prometheus_client's default registry
