@@ -1,5 +1,4 @@
-"""The HTTPS admission server: FastAPI app, TLS with rotation, metrics, logs and the `serve` command."""
+"""The HTTPS admission server: FastAPI app (`app.create_app`), TLS with rotation, metrics, logs, `serve`.
 
-from webhook.server.app import create_app
-
-__all__ = ["create_app"]
+Nothing is imported here, so `pod-tailor <other command>` does not pay for FastAPI and uvicorn.
+"""
