@@ -7,6 +7,7 @@ plus the 5m rounding step; memory is the exact peak x margin, rounded up to the 
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 
 import pytest
@@ -110,7 +111,10 @@ def test_steady_workloads_record_start_up_cpu_but_no_start_up_phase(built: Build
 def test_a_brand_new_workload_gets_no_recommendation_with_the_reason(built: BuildResult) -> None:
     profile = built.document.workloads[WorkloadKey("shop", "Deployment", "fresh")].containers["app"]
     assert isinstance(profile, NoRecommendation)
-    assert "only 2.0h" in profile.reason
+    hours = re.search(r"only (\d+\.\d)h and (\d+) samples", profile.reason)
+    assert hours is not None, profile.reason
+    assert 1.85 <= float(hours[1]) <= 2.05  # 24 samples 5 minutes apart: 23 intervals
+    assert int(hours[2]) == 24
     assert "needs 24h" in profile.reason
 
 

@@ -88,7 +88,8 @@ def test_a_brand_new_workload_falls_back_to_the_policy_and_says_why(
         profiles=load_snapshot(tmp_path / "p.json"),
     )
     annotation = "\n".join(i.describe() for i in decision.injections if i.target == "app")
-    assert 'from policy "default"; no profile: only 2.0h' in annotation
+    assert 'from policy "default"; no profile: only ' in annotation
+    assert "h and 24 samples of history (needs 24h and 100)" in annotation
 
 
 def test_the_refresher_swaps_fresh_profiles_into_the_state_the_admission_path_reads(

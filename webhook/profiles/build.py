@@ -79,26 +79,39 @@ class _Collector:
         self.rate = queries.duration(settings.rate_window)
         self.ns: Sequence[str] = settings.namespaces
 
-    def sliced(self, name: str, make: Callable[[int], str]) -> list[tuple[int, Sample]]:
-        """Ask `make(span)` at the window's end; halve the span while Prometheus says too many samples."""
+    def sliced(
+        self, pool: ThreadPoolExecutor, makers: dict[str, Callable[[int], str]]
+    ) -> dict[str, list[tuple[tuple[float, float], Sample]]]:
+        """Ask every `makers[name](span)` at the end of each time slice, all slices cut alike.
+
+        Starts with the whole window; when Prometheus refuses any of them for loading too many
+        samples, that slice is halved for all of them, so the answers join slice by slice.
+        """
         pending = [(self.end - self.window, self.end)]
-        out: list[tuple[int, Sample]] = []
-        index = 0
+        out: dict[str, list[tuple[tuple[float, float], Sample]]] = {name: [] for name in makers}
+        done = 0
         while pending:
             lo, hi = pending.pop()
             span = round(hi - lo)
+            futures = {
+                name: pool.submit(self.prom.instant, make(span), at=hi) for name, make in makers.items()
+            }
             try:
-                samples = self.prom.instant(make(span), at=hi)
+                answers = {name: future.result() for name, future in futures.items()}
             except TooManySamplesError:
+                for future in futures.values():
+                    future.cancel()
                 if span <= _MIN_SLICE:
                     raise
                 middle = lo + (span // 2 // self.step) * self.step
                 pending += [(lo, middle), (middle, hi)]
-                self.progress(f"  {name}: too many samples for {queries.promql_duration(span)}, splitting")
+                self.progress(f"  too many samples for {queries.promql_duration(span)}: splitting it in two")
                 continue
-            out += [(index, sample) for sample in samples]
-            index += 1
-        self.progress(f"  {name}: {len(out)} series values from {index} slice(s)")
+            for name, samples in answers.items():
+                out[name] += [((lo, hi), sample) for sample in samples]
+            done += 1
+        for name, items in out.items():
+            self.progress(f"  {name}: {len(items)} series values from {done} slice(s)")
         return out
 
 
@@ -111,50 +124,82 @@ def _series_id(labels: dict[str, str] | object) -> _SeriesId | None:
     return ns, pod, container
 
 
+_Slice = tuple[float, float]
+
+
 def _slice_stats(
-    memory: list[tuple[int, Sample]],
-    cpu: list[tuple[int, Sample]],
+    memory: list[tuple[_Slice, Sample]],
+    cpu: list[tuple[_Slice, Sample]],
     *,
-    window: tuple[float, float],
-    coverage_step: int,
+    interval: float,
+    seen: dict[_SeriesId, tuple[float, float]],
 ) -> dict[_SeriesId, list[SeriesStats]]:
-    """Join the memory and CPU answers per (series, slice) into `SeriesStats`."""
-    lo, hi = window
-    half_step = coverage_step / 2
-    mem: dict[tuple[_SeriesId, int], dict[str, float]] = defaultdict(dict)
-    for index, sample in memory:
+    """Join the memory and CPU answers per (series, slice) into `SeriesStats`.
+
+    A series' life in a slice starts at its container start (or the slice start) and lasts its
+    sample count times the scrape `interval`; `seen` (first/last from the coverage fallback) is
+    used for series without a start time.
+    """
+    mem: dict[tuple[_SeriesId, _Slice], dict[str, float]] = defaultdict(dict)
+    for bounds, sample in memory:
         sid = _series_id(dict(sample.labels))
         if sid is not None:
-            mem[(sid, index)][sample.labels.get("stat", "")] = sample.value
-    quantiles: dict[_SeriesId, list[dict[float, float]]] = defaultdict(list)
-    by_slice: dict[tuple[_SeriesId, int], dict[float, float]] = defaultdict(dict)
-    for index, sample in cpu:
+            mem[(sid, bounds)][sample.labels.get("stat", "")] = sample.value
+    by_slice: dict[tuple[_SeriesId, _Slice], dict[float, float]] = defaultdict(dict)
+    for bounds, sample in cpu:
         sid = _series_id(dict(sample.labels))
         stat = sample.labels.get("stat", "")
         if sid is not None and stat.startswith("q"):
-            by_slice[(sid, index)][float(stat[1:])] = max(sample.value, 0.0)
-    for (sid, _), qs in by_slice.items():
-        quantiles[sid].append(qs)
+            by_slice[(sid, bounds)][float(stat[1:])] = max(sample.value, 0.0)
     out: dict[_SeriesId, list[SeriesStats]] = defaultdict(list)
-    for (sid, index), stats in mem.items():
+    for (sid, (lo, hi)), stats in mem.items():
         if "count" not in stats:
             continue
-        # First and last are the first and last coverage steps the series was seen at; its life
-        # extends half a step beyond each on average. A series never seen at a step counts no hours.
-        seen = stats.get("first", stats.get("last", 0.0)), stats.get("last", stats.get("first", 0.0))
-        first, last = max(lo, seen[0] - half_step), min(hi, seen[1] + half_step)
-        if "first" not in stats and "last" not in stats:
-            first = last = hi
+        count = int(stats["count"])
+        if "start" in stats:
+            first = min(hi, max(lo, stats["start"]))
+            last = min(hi, first + (count - 1) * interval)
+        elif sid in seen:
+            first, last = max(lo, seen[sid][0]), min(hi, seen[sid][1])
+        else:  # nothing says when: the count alone, placed at the end of the slice
+            first, last = max(lo, hi - (count - 1) * interval), hi
         out[sid].append(
             SeriesStats(
-                samples=int(stats["count"]),
+                samples=count,
                 first=first,
-                last=last,
+                last=max(first, last),
                 memory_peak=stats.get("max"),
-                cpu_quantiles=by_slice.get((sid, index), {}),
+                cpu_quantiles=by_slice.get((sid, (lo, hi)), {}),
             )
         )
     return out
+
+
+def _seen_without_start(
+    prom: Prometheus, settings: BuildSettings, memory: list[tuple[_Slice, Sample]], *, end: float
+) -> dict[_SeriesId, tuple[float, float]]:
+    """First and last time seen for series without a container start time (one subquery, coarse)."""
+    stats: dict[_SeriesId, set[str]] = defaultdict(set)
+    for _, sample in memory:
+        sid = _series_id(dict(sample.labels))
+        if sid is not None:
+            stats[sid].add(sample.labels.get("stat", ""))
+    if all("start" in names for names in stats.values()):
+        return {}
+    step = queries.duration(settings.coverage_step)
+    window = queries.duration(settings.window)
+    answer = prom.instant(queries.coverage(settings.namespaces, span=window, coverage_step=step), at=end)
+    found: dict[_SeriesId, dict[str, float]] = defaultdict(dict)
+    for sample in answer:
+        sid = _series_id(dict(sample.labels))
+        if sid is not None:
+            found[sid][sample.labels.get("stat", "")] = sample.value
+    # Seen at coverage steps: the life extends half a step beyond the first and last on average.
+    return {
+        sid: (v["first"] - step / 2, v["last"] + step / 2)
+        for sid, v in found.items()
+        if "first" in v and "last" in v
+    }
 
 
 def _fetch_short_series(
@@ -240,31 +285,29 @@ def build_profiles(
     scope = ", ".join(ns) if ns else "all namespaces"
     progress(f"reading {settings.window} of history from {prom.url} ({scope})")
     grid = settings.strategy.quantile_grid()
-    coverage = queries.duration(settings.coverage_step)
     lookback = min(window, queries.duration(settings.startup_lookback))
-    with ThreadPoolExecutor(max_workers=max(1, settings.concurrency)) as pool:
-        # The expensive passes first, so they overlap; results are joined below in a fixed order.
-        cpu_f = pool.submit(
-            collector.sliced,
-            "cpu",
-            lambda span: queries.cpu_stats(
-                ns, span=span, step=collector.step, rate_window=collector.rate, quantiles=grid
-            ),
-        )
-        memory_f = pool.submit(
-            collector.sliced,
-            "memory",
-            lambda span: queries.memory_stats(ns, span=span, coverage_step=coverage),
-        )
+    with ThreadPoolExecutor(max_workers=max(2, settings.concurrency)) as pool:
+        # The small queries and the start-up range query go first, then the two big passes overlap.
         startups_f = pool.submit(_startups, prom, settings, start=end - lookback, end=end)
         owners_f = pool.submit(prom.instant, queries.owners_query(ns, span=window), at=end)
         oom_f = pool.submit(prom.instant, queries.oom_kills(ns, span=window), at=end)
         requests_f = pool.submit(prom.instant, queries.requests_query(ns, span=window), at=end)
+        interval_f = pool.submit(prom.instant, queries.scrape_interval(ns), at=end)
+        answers = collector.sliced(
+            pool,
+            {
+                "cpu": lambda span: queries.cpu_stats(
+                    ns, span=span, step=collector.step, rate_window=collector.rate, quantiles=grid
+                ),
+                "memory": lambda span: queries.memory_stats(ns, span=span),
+            },
+        )
         owners = Owners.from_samples(owners_f.result())
         progress(f"  owners: {len(owners.pods)} pods known to kube-state-metrics")
-        stats = _slice_stats(
-            memory_f.result(), cpu_f.result(), window=(end - window, end), coverage_step=coverage
-        )
+        per_hour = [s.value for s in interval_f.result() if s.value > 0]
+        interval = 3600 / per_hour[0] if per_hour else float(collector.step)
+        seen = _seen_without_start(prom, settings, answers["memory"], end=end)
+        stats = _slice_stats(answers["memory"], answers["cpu"], interval=interval, seen=seen)
         _fetch_short_series(prom, settings, stats, end=end)
         oom: dict[_SeriesId, int] = {}
         for sample in oom_f.result():

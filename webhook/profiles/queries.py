@@ -101,24 +101,41 @@ def cpu_values(namespaces: Sequence[str], pods: Sequence[str], *, rate_window: i
     return f"rate({series}[{promql_duration(rate_window)}])"
 
 
-def memory_stats(namespaces: Sequence[str], *, span: int, coverage_step: int) -> str:
-    """Per container series: peak working set, sample count, first and last time seen over `span`.
+def memory_stats(namespaces: Sequence[str], *, span: int) -> str:
+    """Per container series: peak working set, sample count and first container start over `span`.
 
-    First and last are read at `coverage_step` (the time of the first and last step at which the
-    series has a sample within the lookback). `timestamp(-x)` rather than `timestamp(x)`: on a bare
-    selector inside a subquery the latter is some 50 times slower in Prometheus 2.x.
+    Only range functions over raw samples (one cheap pass each); a series' life is then its start
+    (cadvisor's `container_start_time_seconds`) plus its sample count times the scrape interval.
     """
-    series = selector(MEMORY_METRIC, namespaces)
     window = promql_duration(span)
-    sub = f"[{window}:{promql_duration(coverage_step)}]"
     return _union(
         [
-            stat_label(f"max_over_time({series}[{window}])", "max"),
-            stat_label(f"count_over_time({series}[{window}])", "count"),
+            stat_label(f"max_over_time({selector(MEMORY_METRIC, namespaces)}[{window}])", "max"),
+            stat_label(f"count_over_time({selector(MEMORY_METRIC, namespaces)}[{window}])", "count"),
+            stat_label(f"min_over_time({selector(START_METRIC, namespaces)}[{window}])", "start"),
+        ]
+    )
+
+
+def coverage(namespaces: Sequence[str], *, span: int, coverage_step: int) -> str:
+    """First and last time each series was seen, at `coverage_step` (when start times are missing).
+
+    `timestamp(-x)` rather than `timestamp(x)`: on a bare selector inside a subquery the latter is
+    some 50 times slower in Prometheus 2.x. A subquery costs a pass per step, hence a coarse step.
+    """
+    series = selector(MEMORY_METRIC, namespaces)
+    sub = f"[{promql_duration(span)}:{promql_duration(coverage_step)}]"
+    return _union(
+        [
             stat_label(f"min_over_time(timestamp(-{series}){sub})", "first"),
             stat_label(f"max_over_time(timestamp(-{series}){sub})", "last"),
         ]
     )
+
+
+def scrape_interval(namespaces: Sequence[str]) -> str:
+    """Median samples per hour of the live memory series: 3600 / this is the scrape interval."""
+    return f"quantile(0.5, count_over_time({selector(MEMORY_METRIC, namespaces)}[1h]))"
 
 
 def startup_cpu(namespaces: Sequence[str], *, rate_window: int, startup_window: int) -> str:
