@@ -1,0 +1,67 @@
+"""`pod-tailor recommend` as its own process: Prometheus -> ConfigMaps -> every webhook replica's snapshot."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import History
+from kubefake import FakeKube
+
+from webhook.cli import main
+from webhook.cluster.config import discover
+from webhook.core.profile import Recommendation
+from webhook.core.workload import WorkloadKey
+from webhook.profiles.kubestore import KubeStore, configmap_name
+from webhook.profiles.refresh import ProfileRefresher
+from webhook.state import State
+
+
+@pytest.fixture
+def kube() -> Iterator[FakeKube]:
+    with FakeKube() as server:
+        yield server
+
+
+def test_the_recommender_writes_configmaps_that_webhook_replicas_load(
+    history: History, kube: FakeKube, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kubeconfig = str(kube.write_kubeconfig(tmp_path / "kubeconfig"))
+    command = [
+        sys.executable, "-m", "webhook.cli", "recommend", "--prometheus", history.prometheus.url,
+        "--namespace", "shop", "--step", "5m", "--rate-window", "10m", "--interval", "3600",
+        "--kubernetes", "--kubeconfig", kubeconfig, "-q",
+    ]
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=dict(os.environ))
+    try:
+        deadline = time.monotonic() + 60
+        while kube.get("configmaps", configmap_name("shop"), namespace="pod-tailor") is None:
+            assert child.poll() is None, child.stdout.read() if child.stdout else ""
+            assert time.monotonic() < deadline, "no ConfigMap written within 60 s"
+            time.sleep(0.2)
+    finally:
+        child.terminate()
+        child.wait(timeout=10)
+
+    found = discover(kubeconfig=kubeconfig)
+    assert found.config is not None
+    replicas = [State(), State()]
+    for state in replicas:
+        refresher = ProfileRefresher(KubeStore(found.config.api_client, namespace="pod-tailor"), interval=60)
+        assert asyncio.run(refresher.refresh_once(state)) is True
+    a, b = (state.profiles.for_workload(WorkloadKey("shop", "Deployment", "checkout")) for state in replicas)
+    assert a == b
+    assert isinstance(a["app"], Recommendation)
+
+    assert main(["profiles", "show", "shop/checkout", "--kubernetes", "--kubeconfig", kubeconfig]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# configmaps -l pod-tailor.io/profiles in namespace pod-tailor")
+    assert [line.split()[:2] for line in out.splitlines()[2:]] == [
+        ["shop/Deployment/checkout", "app"], ["shop/Deployment/checkout", "envoy"]
+    ]
