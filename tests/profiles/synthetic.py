@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import IO
 
 DAY = 86_400
+# What kube-prometheus records from the counter: the usage per scrape interval, as a gauge.
+RECORDED_CPU = "node_namespace_pod_container:container_cpu_usage_seconds_total:sum_irate"
 MIB = 2**20
 Shape = Callable[[int, int, int], tuple[float, float]]  # (k-th interval, unix time, age s) -> (cores, bytes)
 
@@ -80,12 +82,13 @@ def write_openmetrics(workloads: list[Workload], out: IO[str], *, step: int) -> 
             for container, shape in wl.containers.items():
                 base = _labels(namespace=wl.namespace, pod=pod.name, container=container)
                 counter = 10_000.0
-                cpu_lines, mem_lines, start_lines = [], [], []
+                cpu_lines, mem_lines, start_lines, recorded = [], [], [], []
                 for k, t in enumerate(times):
                     cores, memory = shape(k + index * 7919, t, t - pod.start)
                     if k:
                         counter += cores * step
                         observed.cpu[(key, container)].append(cores)
+                        recorded.append(f"{RECORDED_CPU}{base} {cores:.6f} {t}")
                     observed.memory[(key, container)].append(memory)
                     cpu_lines.append(f"container_cpu_usage_seconds_total{base} {counter:.6f} {t}")
                     mem_lines.append(f"container_memory_working_set_bytes{base} {memory:.0f} {t}")
@@ -93,6 +96,7 @@ def write_openmetrics(workloads: list[Workload], out: IO[str], *, step: int) -> 
                 families["container_cpu_usage_seconds_total"] += cpu_lines
                 families["container_memory_working_set_bytes"] += mem_lines
                 families["container_start_time_seconds"] += start_lines
+                families[RECORDED_CPU] += recorded
                 if container in pod.oom:
                     labels = _labels(
                         namespace=wl.namespace, pod=pod.name, container=container, reason="OOMKilled"

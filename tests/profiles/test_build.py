@@ -13,7 +13,7 @@ from decimal import Decimal
 import pytest
 import scenarios
 from conftest import History, test_settings
-from synthetic import MIB, quantile
+from synthetic import MIB, RECORDED_CPU, quantile
 
 from webhook.core.profile import NoRecommendation, Recommendation
 from webhook.core.workload import WorkloadKey
@@ -178,3 +178,20 @@ def test_a_build_that_hits_max_samples_splits_the_window_and_agrees(
                 assert isinstance(other, Recommendation)
                 assert other.memory == profile.memory
                 assert abs(other.cpu - profile.cpu) <= profile.cpu * Decimal("0.03") + CPU_STEP, key
+
+
+def test_a_recorded_cpu_rate_gives_the_same_profiles_as_the_counter(
+    history: History, built: BuildResult
+) -> None:
+    prom = Prometheus(history.prometheus.url)
+    recorded = build_profiles(
+        prom, test_settings(namespaces=("shop",), cpu_rate_metric=RECORDED_CPU), end=scenarios.END
+    )
+    prom.close()
+    for key, entry in built.document.workloads.items():
+        for container, profile in entry.containers.items():
+            other = recorded.document.workloads[key].containers[container]
+            if isinstance(profile, Recommendation):
+                assert isinstance(other, Recommendation)
+                assert (other.cpu, other.memory) == (profile.cpu, profile.memory), (key, container)
+                assert other.startup_cpu == profile.startup_cpu, (key, container)

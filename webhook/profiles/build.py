@@ -43,6 +43,9 @@ class BuildSettings:
     # Start-up CPU is read from the most recent container starts only: that query costs a full pass
     # over the look-back (every series, every step), and recent starts describe the current image.
     startup_lookback: str = "3d"
+    # A recorded CPU rate per container (e.g. kube-prometheus'
+    # `node_namespace_pod_container:container_cpu_usage_seconds_total:sum_irate`): several times cheaper.
+    cpu_rate_metric: str | None = None
     concurrency: int = 4  # queries in flight at once (Prometheus evaluates them on separate cores)
     namespaces: tuple[str, ...] = ()  # empty: every namespace
     # Series with fewer samples than this (short-lived Pods: Jobs, churn) are fetched whole, so their
@@ -221,6 +224,7 @@ def _fetch_short_series(
             sorted({ns for ns, _ in chunk}) or settings.namespaces,
             [pod for _, pod in chunk],
             rate_window=queries.duration(settings.rate_window),
+            recorded=settings.cpu_rate_metric,
         )
         step = queries.duration(settings.step)
         window = queries.duration(settings.window)
@@ -250,7 +254,10 @@ def _startups(
     step = queries.duration(settings.step)
     limit = settings.strategy.startup_window_seconds
     usage_q = queries.startup_cpu(
-        settings.namespaces, rate_window=queries.duration(settings.rate_window), startup_window=limit
+        settings.namespaces,
+        rate_window=queries.duration(settings.rate_window),
+        startup_window=limit,
+        recorded=settings.cpu_rate_metric,
     )
     age_q = queries.container_age(settings.namespaces, startup_window=limit)
     answer = prom.range(usage_q, start=start, end=end, step=step)
@@ -297,7 +304,12 @@ def build_profiles(
             pool,
             {
                 "cpu": lambda span: queries.cpu_stats(
-                    ns, span=span, step=collector.step, rate_window=collector.rate, quantiles=grid
+                    ns,
+                    span=span,
+                    step=collector.step,
+                    rate_window=collector.rate,
+                    quantiles=grid,
+                    recorded=settings.cpu_rate_metric,
                 ),
                 "memory": lambda span: queries.memory_stats(ns, span=span),
             },

@@ -84,6 +84,11 @@ def _build_options(parser: argparse.ArgumentParser) -> None:
         "--startup-window", type=int, default=strategy.startup_window_seconds,
         help=f"seconds after a container start counted as start-up [{strategy.startup_window_seconds}]",
     )
+    parser.add_argument(
+        "--cpu-rate-metric",
+        help="a recorded per-container CPU rate to read instead of rate() over the cadvisor counter, e.g. "
+        "node_namespace_pod_container:container_cpu_usage_seconds_total:sum_irate (kube-prometheus)",
+    )
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per Prometheus query [120]")
     parser.add_argument(
         "--allow-partial", action="store_true",
@@ -155,6 +160,7 @@ def _settings_from(args: argparse.Namespace) -> BuildSettings:
         step=args.step,
         rate_window=args.rate_window,
         namespaces=tuple(args.namespace),
+        cpu_rate_metric=args.cpu_rate_metric or None,
         strategy=strategy,
     )
 

@@ -79,12 +79,33 @@ def _union(parts: Iterable[str]) -> str:
     return " or ".join(f"({part})" for part in parts)
 
 
-def cpu_stats(
-    namespaces: Sequence[str], *, span: int, step: int, rate_window: int, quantiles: Sequence[float]
+def cpu_usage(
+    namespaces: Sequence[str], *, rate_window: int, recorded: str | None = None, pods: Sequence[str] = ()
 ) -> str:
-    """Per container series: the given quantiles (1.0 = max) of its CPU usage rate over `span`."""
-    usage = f"rate({selector(CPU_METRIC, namespaces)}[{promql_duration(rate_window)}])"
-    sub = f"[{promql_duration(span)}:{promql_duration(step)}]"
+    """CPU cores per container: `rate()` over the cadvisor counter, or a recorded rate when one exists.
+
+    kube-prometheus records `node_namespace_pod_container:container_cpu_usage_seconds_total:sum_irate`;
+    reading such a gauge is a pass over raw samples instead of a `rate()` at every step.
+    """
+    series = selector(recorded or CPU_METRIC, namespaces)
+    if pods:
+        series = series[:-1] + f",pod=~{_quote('|'.join(re.escape(p) for p in pods))}}}"
+    return series if recorded else f"rate({series}[{promql_duration(rate_window)}])"
+
+
+def cpu_stats(
+    namespaces: Sequence[str],
+    *,
+    span: int,
+    step: int,
+    rate_window: int,
+    quantiles: Sequence[float],
+    recorded: str | None = None,
+) -> str:
+    """Per container series: the given quantiles (1.0 = max) of its CPU usage over `span`."""
+    usage = cpu_usage(namespaces, rate_window=rate_window, recorded=recorded)
+    # A recorded gauge is read as it is; a rate needs a subquery at the usage resolution.
+    sub = f"[{promql_duration(span)}]" if recorded else f"[{promql_duration(span)}:{promql_duration(step)}]"
     parts = [
         stat_label(
             f"max_over_time({usage}{sub})" if q >= 1.0 else f"quantile_over_time({q:g}, {usage}{sub})",
@@ -95,10 +116,11 @@ def cpu_stats(
     return _union(parts)
 
 
-def cpu_values(namespaces: Sequence[str], pods: Sequence[str], *, rate_window: int) -> str:
-    """The CPU usage rate of the named Pods (a range query; for short-lived Pods only: few points)."""
-    series = selector(CPU_METRIC, namespaces)[:-1] + f",pod=~{_quote('|'.join(re.escape(p) for p in pods))}}}"
-    return f"rate({series}[{promql_duration(rate_window)}])"
+def cpu_values(
+    namespaces: Sequence[str], pods: Sequence[str], *, rate_window: int, recorded: str | None = None
+) -> str:
+    """The CPU usage of the named Pods (a range query; for short-lived Pods only: few points)."""
+    return cpu_usage(namespaces, rate_window=rate_window, recorded=recorded, pods=pods)
 
 
 def memory_stats(namespaces: Sequence[str], *, span: int) -> str:
@@ -138,13 +160,15 @@ def scrape_interval(namespaces: Sequence[str]) -> str:
     return f"quantile(0.5, count_over_time({selector(MEMORY_METRIC, namespaces)}[1h]))"
 
 
-def startup_cpu(namespaces: Sequence[str], *, rate_window: int, startup_window: int) -> str:
+def startup_cpu(
+    namespaces: Sequence[str], *, rate_window: int, startup_window: int, recorded: str | None = None
+) -> str:
     """CPU rate only while a container is younger than `startup_window` (for a range query).
 
     `and` on cadvisor's start time keeps the answer tiny (a few points per container start) and
     empty when that metric is missing, rather than returning every point of the window.
     """
-    usage = f"rate({selector(CPU_METRIC, namespaces)}[{promql_duration(rate_window)}])"
+    usage = cpu_usage(namespaces, rate_window=rate_window, recorded=recorded)
     young = f"(time() - {selector(START_METRIC, namespaces)}) <= {startup_window}"
     return f"{usage} and on ({_BY}) ({young})"
 
