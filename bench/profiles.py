@@ -41,6 +41,7 @@ MIB = 2**20
 SAFE = "bcdfghjklmnpqrstvwxz2456789"
 POD_LIFE = 2 * DAY
 RS_LIFE = 5 * DAY
+RECORDED = "node_namespace_pod_container:container_cpu_usage_seconds_total:sum_irate"
 
 
 def _name(rng: random.Random, length: int) -> str:
@@ -74,13 +75,14 @@ def _memory_lines(prefix: str, base: float, times: range) -> str:
 
 
 def generate(
-    out: IO[str], *, workloads: int, containers: int, replicas: int, days: int, step: int, end: int
+    out: IO[str], *, workloads: int, containers: int, replicas: int, days: int, step: int, end: int,
+    recorded: bool = False,
 ) -> int:
     """Write the OpenMetrics history; returns the number of samples."""
     rng = random.Random(42)
     start = end - days * DAY
-    families = ("container_cpu_usage_seconds_total", "container_memory_working_set_bytes",
-                "container_start_time_seconds")
+    families = ["container_cpu_usage_seconds_total", "container_memory_working_set_bytes",
+                "container_start_time_seconds"] + ([RECORDED] if recorded else [])
     plan = []
     for w in range(workloads):
         namespace = f"team-{w % 40:02d}"
@@ -112,8 +114,10 @@ def generate(
                         for t in times:
                             phase = math.sin(2 * math.pi * (t % DAY) / DAY)
                             jitter = 0.2 * ((t * 2654435761) % 997) / 997
-                            counter += level * share * (1.0 + 0.4 * phase + jitter) * step
-                            parts.append(f"{prefix}{counter:.3f} {t}\n")
+                            cores = level * share * (1.0 + 0.4 * phase + jitter)
+                            counter += cores * step
+                            value = cores if family == RECORDED else counter
+                            parts.append(f"{prefix}{value:.4f} {t}\n")
                         out.write("".join(parts))
                     samples += len(times)
     out.write("# EOF\n")
@@ -174,6 +178,10 @@ def main() -> int:
     parser.add_argument("--resolution", type=int, default=300, help="seconds between samples [300]")
     parser.add_argument("--keep", type=Path, help="keep (or reuse) the backfilled data here")
     parser.add_argument("--skip-build", action="store_true", help="only the lookup measurement")
+    parser.add_argument(
+        "--recorded", action="store_true",
+        help="also backfill kube-prometheus' recorded CPU rate and build with --cpu-rate-metric",
+    )
     args = parser.parse_args()
     step = args.resolution
     print(f"workloads {args.workloads} x containers {args.containers} x replicas {args.replicas}, "
@@ -188,7 +196,8 @@ def main() -> int:
             started = time.monotonic()
             with source.open("w", buffering=1 << 22) as out:
                 samples = generate(out, workloads=args.workloads, containers=args.containers,
-                                   replicas=args.replicas, days=args.days, step=step, end=end)
+                                   replicas=args.replicas, days=args.days, step=step, end=end,
+                                   recorded=args.recorded)
             size = source.stat().st_size / 2**30
             took = time.monotonic() - started
             print(f"generated {samples:,} samples ({size:.1f} GiB OpenMetrics) in {took:.0f}s")
@@ -202,6 +211,8 @@ def main() -> int:
             command = [sys.executable, "-m", "webhook.cli", "profiles", "build", "--prometheus", server.url,
                        "--window", f"{args.days}d", "--step", f"{step}s", "--rate-window", f"{2 * step}s",
                        "--startup-window", str(max(300, 4 * step))]
+            if args.recorded:
+                command += ["--cpu-rate-metric", RECORDED]
             started = time.monotonic()
             code, rss, output = _peak_rss_of(command, env)
             elapsed = time.monotonic() - started
