@@ -1,9 +1,10 @@
 """Prometheus -> strategy -> store: one profile build.
 
 A build issues a fixed handful of queries for the whole scope (all namespaces, or the ones named):
-owners, OOM kills, current requests, CPU quantiles, memory peaks and two small start-up range
-queries. When Prometheus refuses a query for loading too many samples, that query's time span is
-halved and asked again, so a large cluster costs a few more queries, never one per Pod.
+owners, OOM kills, current requests, the scrape interval, CPU quantiles, memory peaks with start
+times, short-lived Pods' usage, and two small start-up range queries, a few at a time. When
+Prometheus refuses the big ones for loading too many samples, their time span is halved and asked
+again, so a large cluster costs a few more queries, never one per Pod.
 """
 
 from __future__ import annotations
@@ -37,8 +38,9 @@ class BuildSettings:
     window: str = "14d"  # how much history to read
     step: str = "1m"  # resolution of the usage series (subquery and range step)
     rate_window: str = "5m"  # the `rate()` window over the CPU counter (>= 2 scrape intervals)
-    # Resolution of each series' first and last time seen (the "hours of history"): coarse, because
-    # that query is the most expensive per point; hours are exact to this step at each end.
+    # Hours of history come from each container's start time and sample count; only for series
+    # without a start time (no cadvisor `container_start_time_seconds`) is a subquery asked when
+    # each was first and last seen, at this coarse step (it costs a pass per step).
     coverage_step: str = "1h"
     # Start-up CPU is read from the most recent container starts only: that query costs a full pass
     # over the look-back (every series, every step), and recent starts describe the current image.
