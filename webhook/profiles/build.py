@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -29,6 +29,7 @@ __all__ = ["BuildResult", "BuildSettings", "build_profiles"]
 Progress = Callable[[str], None]
 _SeriesId = tuple[str, str, str]  # namespace, pod, container
 _MIN_SLICE = 3600
+_HEARTBEAT = 15.0  # seconds between "still reading" lines during the long queries
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +102,12 @@ class _Collector:
             futures = {
                 name: pool.submit(self.prom.instant, make(span), at=hi) for name, make in makers.items()
             }
+            waited = time.monotonic()
+            while not_done := [name for name, future in futures.items() if not future.done()]:
+                wait([futures[name] for name in not_done], timeout=_HEARTBEAT)
+                if any(not futures[name].done() for name in not_done):
+                    running = ", ".join(name for name in not_done if not futures[name].done())
+                    self.progress(f"  still reading {running} ({time.monotonic() - waited:.0f}s)")
             try:
                 answers = {name: future.result() for name, future in futures.items()}
             except TooManySamplesError:
