@@ -34,8 +34,9 @@ _JSON = "application/json"
 async def _read_limited(request: Request, limit: int) -> bytes | None:
     """The body, or None as soon as it is known to exceed `limit` (without reading the rest)."""
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        return None
+    if declared is not None and declared.isdigit():
+        # The HTTP parser stops at the declared length, so a declared body is safe to read whole.
+        return None if int(declared) > limit else await request.body()
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
