@@ -81,7 +81,7 @@ def pre_stop(
         if policy.when_version_unknown is VersionUnknown.SKIP:
             return None, 0, None
         native = policy.when_version_unknown is VersionUnknown.NATIVE
-        version = f'cluster version unknown, policy "{policy.name}" says {policy.when_version_unknown.value}'
+        version = f"cluster version unknown, so {policy.when_version_unknown.value}"
     else:
         major, minor = facts.server_version or (0, 0)
         version = f"cluster {major}.{minor}"
