@@ -247,3 +247,12 @@ class TestVerdictCache:
         answer = admit(orjson.dumps(broken), cluster=state.cluster, profiles=state.profiles, engine=decide,
                        cache=cache)
         assert answer.status == 400
+
+
+class TestMessages:
+    def test_a_huge_value_in_a_bad_request_is_clipped_in_the_message(self) -> None:
+        from webhook.admission import BadRequest, parse_review
+
+        problem = parse_review(orjson.dumps({"kind": "x" * 100_000, "apiVersion": "v1", "request": {}}))
+        assert isinstance(problem, BadRequest)
+        assert len(problem.message) < 200

@@ -52,6 +52,12 @@ class Review:
         return pod and self.operation == "CREATE" and not self.sub_resource
 
 
+def _show(value: Any) -> str:
+    """A sent value quoted in a message, clipped: messages and log lines must stay short."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _string(request: Mapping[str, Any], key: str, uid: str | None) -> str | BadRequest:
     value = request.get(key)
     if value is None:
@@ -70,7 +76,7 @@ def pod_problem(obj: Any, uid: str) -> BadRequest | None:
         return BadRequest("request.object must be a Pod object for a Pod CREATE", uid)
     if obj.get("kind", "Pod") != "Pod" or obj.get("apiVersion", "v1") != "v1":
         return BadRequest(
-            f"request.object is a {obj.get('apiVersion')}/{obj.get('kind')}, not a v1/Pod", uid
+            f"request.object is a {_show(obj.get('apiVersion'))}/{_show(obj.get('kind'))}, not a v1/Pod", uid
         )
     problem = malformed(obj)
     if problem is not None:
@@ -105,8 +111,8 @@ def parse_review(body: bytes) -> Review | BadRequest:
     uid = uid_value if isinstance(uid_value, str) and uid_value else None
     if document.get("kind") != KIND or document.get("apiVersion") != API_VERSION:
         return BadRequest(
-            f"expected kind {KIND} and apiVersion {API_VERSION}, got kind {document.get('kind')!r} "
-            f"and apiVersion {document.get('apiVersion')!r}",
+            f"expected kind {KIND} and apiVersion {API_VERSION}, got kind {_show(document.get('kind'))} "
+            f"and apiVersion {_show(document.get('apiVersion'))}",
             uid,
         )
     if not isinstance(request, dict):
