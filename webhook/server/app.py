@@ -20,6 +20,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from webhook import __version__
 from webhook.admission import Answer, Engine, VerdictCache, admit, default_engine, too_large
+from webhook.server.logs import RequestLog
 from webhook.server.metrics import Metrics
 from webhook.server.tls import CertificateReloader
 from webhook.settings import Settings
@@ -47,6 +48,9 @@ async def _read_limited(request: Request, limit: int) -> bytes | None:
     return b"".join(chunks)
 
 
+_requests_log = RequestLog()
+
+
 def _log(answer: Answer, seconds: float) -> None:
     fields: dict[str, Any] = {
         "uid": answer.uid,
@@ -61,7 +65,7 @@ def _log(answer: Answer, seconds: float) -> None:
         "ms": round(seconds * 1000, 3),
     }
     level = logging.WARNING if answer.status >= 500 or answer.outcome.value == "error" else logging.INFO
-    log.log(level, "admission", extra=fields)
+    _requests_log.write(level, fields)
 
 
 async def _run_refresher(refresher: Refresher, state: State) -> None:

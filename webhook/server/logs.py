@@ -12,7 +12,7 @@ from typing import Any, TextIO
 
 import orjson
 
-__all__ = ["JsonFormatter", "configure_logging"]
+__all__ = ["JsonFormatter", "RequestLog", "configure_logging"]
 
 # Attributes every LogRecord has; anything else on a record came from `extra=` and is logged.
 _STANDARD = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName", "color_message"}
@@ -24,7 +24,7 @@ class JsonFormatter(logging.Formatter):
         self._second = -1
         self._stamp = ""
 
-    def _time(self, created: float) -> str:
+    def time_of(self, created: float) -> str:
         second = int(created)
         if second != self._second:  # one strftime per second, not per line
             self._second, self._stamp = second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
@@ -32,7 +32,7 @@ class JsonFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {
-            "time": self._time(record.created),
+            "time": self.time_of(record.created),
             "level": record.levelname.lower(),
             "logger": record.name,
             "message": record.getMessage(),
@@ -45,6 +45,54 @@ class JsonFormatter(logging.Formatter):
         return orjson.dumps(entry, default=str).decode()
 
 
+class RequestLog:
+    """One JSON line per admission request.
+
+    Once `configure_logging` has set up the JSON-lines handler, a line is written straight to its
+    stream in the handler's format: building a LogRecord and passing it through the logging module
+    costs more than answering a cached admission. Until then (e.g. in tests) it goes through
+    `logging` like any other record, so handlers and capture fixtures see it.
+    """
+
+    def __init__(self, name: str = "pod_tailor.admission") -> None:
+        self.logger = logging.getLogger(name)
+
+    def write(self, level: int, fields: dict[str, Any]) -> None:
+        if not self.logger.isEnabledFor(level):
+            return
+        target = _direct
+        if target is None:
+            self.logger.log(level, "admission", extra=fields)
+            return
+        formatter, handler = target
+        entry: dict[str, Any] = {
+            "time": formatter.time_of(time.time()),
+            "level": logging.getLevelName(level).lower(),
+            "logger": self.logger.name,
+            "message": "admission",
+        }
+        for key, value in fields.items():
+            if value is not None:
+                entry[key] = value
+        line = orjson.dumps(entry, default=str).decode() + "\n"
+        with handler.lock or _NO_LOCK:
+            handler.stream.write(line)
+            handler.stream.flush()
+
+
+class _NoLock:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *_: object) -> None:
+        return None
+
+
+_NO_LOCK = _NoLock()
+# Set by configure_logging: the JSON-lines handler that RequestLog may write to directly.
+_direct: tuple[JsonFormatter, logging.StreamHandler[TextIO]] | None = None
+
+
 def configure_logging(level: str, *, stream: TextIO | None = None) -> None:
     """Send every logger's records to one JSON-lines handler on stderr; ours and uvicorn's at `level`.
 
@@ -55,8 +103,11 @@ def configure_logging(level: str, *, stream: TextIO | None = None) -> None:
     logging.logThreads = False
     logging.logProcesses = False
     logging.logMultiprocessing = False
+    global _direct
     handler = logging.StreamHandler(stream or sys.stderr)
-    handler.setFormatter(JsonFormatter())
+    formatter = JsonFormatter()
+    handler.setFormatter(formatter)
+    _direct = (formatter, handler)
     numeric = logging.getLevelName(level.upper())
     root = logging.getLogger()
     root.handlers[:] = [handler]  # every logger's records end up here as JSON lines
