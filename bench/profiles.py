@@ -178,6 +178,7 @@ def main() -> int:
     parser.add_argument("--resolution", type=int, default=300, help="seconds between samples [300]")
     parser.add_argument("--keep", type=Path, help="keep (or reuse) the backfilled data here")
     parser.add_argument("--skip-build", action="store_true", help="only the lookup measurement")
+    parser.add_argument("--slices", type=int, default=1, help="passed to profiles build --slices [1]")
     parser.add_argument(
         "--recorded", action="store_true",
         help="also backfill kube-prometheus' recorded CPU rate and build with --cpu-rate-metric",
@@ -213,6 +214,7 @@ def main() -> int:
                        "--startup-window", str(max(300, 4 * step))]
             if args.recorded:
                 command += ["--cpu-rate-metric", RECORDED]
+            command += ["--slices", str(args.slices)]
             started = time.monotonic()
             code, rss, output = _peak_rss_of(command, env)
             elapsed = time.monotonic() - started

@@ -195,3 +195,19 @@ def test_a_recorded_cpu_rate_gives_the_same_profiles_as_the_counter(
                 assert isinstance(other, Recommendation)
                 assert (other.cpu, other.memory) == (profile.cpu, profile.memory), (key, container)
                 assert other.startup_cpu == profile.startup_cpu, (key, container)
+
+
+def test_a_build_cut_into_slices_from_the_start_agrees(history: History, built: BuildResult) -> None:
+    prom = Prometheus(history.prometheus.url)
+    sliced = build_profiles(prom, test_settings(namespaces=("shop",), slices=3), end=scenarios.END)
+    prom.close()
+    assert sliced.queries == built.queries + 4  # two more slices of the two big queries
+    for key, entry in built.document.workloads.items():
+        for container, profile in entry.containers.items():
+            other = sliced.document.workloads[key].containers[container]
+            assert type(other) is type(profile)
+            if isinstance(profile, Recommendation):
+                assert isinstance(other, Recommendation)
+                assert other.memory == profile.memory
+                assert abs(other.cpu - profile.cpu) <= profile.cpu * Decimal("0.03") + CPU_STEP, key
+                assert abs(other.evidence.hours - profile.evidence.hours) < 0.2, key

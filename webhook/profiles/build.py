@@ -9,6 +9,7 @@ again, so a large cluster costs a few more queries, never one per Pod.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -50,6 +51,9 @@ class BuildSettings:
     # `node_namespace_pod_container:container_cpu_usage_seconds_total:sum_irate`): several times cheaper.
     cpu_rate_metric: str | None = None
     concurrency: int = 4  # queries in flight at once (Prometheus evaluates them on separate cores)
+    # The big passes start cut into this many time slices (more are cut when Prometheus refuses one
+    # for --query.max-samples or --query.timeout; starting small saves the refused attempt).
+    slices: int = 1
     namespaces: tuple[str, ...] = ()  # empty: every namespace
     # Series with fewer samples than this (short-lived Pods: Jobs, churn) are fetched whole, so their
     # share of the pooled percentile is exact rather than interpolated between a few quantiles.
@@ -93,7 +97,7 @@ class _Collector:
         Starts with the whole window; when Prometheus refuses any of them for loading too many
         samples, that slice is halved for all of them, so the answers join slice by slice.
         """
-        pending = [(self.end - self.window, self.end)]
+        pending = _cut(self.end - self.window, self.end, pieces=self.settings.slices, step=self.step)
         out: dict[str, list[tuple[tuple[float, float], Sample]]] = {name: [] for name in makers}
         done = 0
         while pending:
@@ -117,7 +121,8 @@ class _Collector:
                     raise
                 middle = lo + (span // 2 // self.step) * self.step
                 pending += [(lo, middle), (middle, hi)]
-                self.progress(f"  too many samples for {queries.promql_duration(span)}: splitting it in two")
+                refused = queries.promql_duration(span)
+                self.progress(f"  Prometheus refused {refused} at once: splitting it in two")
                 continue
             for name, samples in answers.items():
                 out[name] += [((lo, hi), sample) for sample in samples]
@@ -125,6 +130,13 @@ class _Collector:
         for name, items in out.items():
             self.progress(f"  {name}: {len(items)} series values from {done} slice(s)")
         return out
+
+
+def _cut(lo: float, hi: float, *, pieces: int, step: int) -> list[tuple[float, float]]:
+    """[lo, hi] in `pieces` slices on the step grid, last slice first in the returned stack."""
+    width = max(step, int((hi - lo) / max(1, pieces)) // step * step)
+    bounds = [lo + i * width for i in range(max(1, pieces))] + [hi]
+    return [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
 
 
 def _series_id(labels: dict[str, str] | object) -> _SeriesId | None:

@@ -91,6 +91,10 @@ def _build_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per Prometheus query [120]")
     parser.add_argument(
+        "--slices", type=int, default=1,
+        help="start the big queries cut into this many time slices (large clusters) [1]",
+    )
+    parser.add_argument(
         "--allow-partial", action="store_true",
         help="write the store even when Prometheus reports partial data (warnings)",
     )
@@ -161,6 +165,7 @@ def _settings_from(args: argparse.Namespace) -> BuildSettings:
         rate_window=args.rate_window,
         namespaces=tuple(args.namespace),
         cpu_rate_metric=args.cpu_rate_metric or None,
+        slices=max(1, args.slices),
         strategy=strategy,
     )
 

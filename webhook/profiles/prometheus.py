@@ -25,7 +25,8 @@ class PrometheusError(RuntimeError):
 
 
 class TooManySamplesError(PrometheusError):
-    """The query would load more samples than `--query.max-samples`: split it and ask again."""
+    """The query would load more samples than `--query.max-samples`, or ran out of `--query.timeout`:
+    the same question over a shorter time span may succeed, so callers split it and ask again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +83,7 @@ class Prometheus:
             kind = body.get("errorType", "error") if isinstance(body, dict) else "error"
             message = body.get("error", "no error message") if isinstance(body, dict) else str(body)[:200]
             text = f"Prometheus at {self.url}: HTTP {response.status_code}, {kind}: {message}"
-            if "too many samples" in str(message):
+            if "too many samples" in str(message) or kind == "timeout":
                 raise TooManySamplesError(text)
             raise PrometheusError(text)
         with self._lock:
@@ -108,7 +109,7 @@ class Prometheus:
     def range(self, query: str, *, start: float, end: float, step: int) -> list[Series]:
         """A range query, cut into pieces of at most 11,000 points per series and merged by labels.
 
-        A piece Prometheus refuses for loading too many samples is halved and asked again.
+        A piece Prometheus refuses for loading too many samples (or a timeout) is halved and asked again.
         """
         merged: dict[tuple[tuple[str, str], ...], list[tuple[float, float]]] = {}
         pending = list(_pieces(start, end, step))[::-1]
