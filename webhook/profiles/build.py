@@ -10,6 +10,7 @@ again, so a large cluster costs a few more queries, never one per Pod.
 from __future__ import annotations
 
 import itertools
+import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -29,6 +30,8 @@ __all__ = ["BuildResult", "BuildSettings", "build_profiles"]
 
 Progress = Callable[[str], None]
 _SeriesId = tuple[str, str, str]  # namespace, pod, container
+_Slice = tuple[float, float]  # (start, end) of a time slice
+_Value = tuple[_Slice, _SeriesId, str, float]  # one answer: slice, series, stat, value
 _MIN_SLICE = 3600
 _HEARTBEAT = 15.0  # seconds between "still reading" lines during the long queries
 
@@ -88,17 +91,35 @@ class _Collector:
         self.step = queries.duration(settings.step)
         self.rate = queries.duration(settings.rate_window)
         self.ns: Sequence[str] = settings.namespaces
+        self._ids: dict[tuple[str | None, str | None, str | None], _SeriesId] = {}
+
+    def compact(self, bounds: _Slice, samples: list[Sample]) -> list[_Value]:
+        """Samples as small tuples sharing one id per series: a large build holds a million of them."""
+        out: list[_Value] = []
+        ids = self._ids
+        for sample in samples:
+            labels = sample.labels
+            key = (labels.get("namespace"), labels.get("pod"), labels.get("container"))
+            sid = ids.get(key)
+            if sid is None:
+                found = _series_id(dict(labels))
+                if found is None:
+                    continue
+                sid = ids.setdefault(key, tuple(sys.intern(part) for part in found))  # type: ignore[arg-type]
+            out.append((bounds, sid, sys.intern(labels.get("stat", "")), sample.value))
+        return out
 
     def sliced(
         self, pool: ThreadPoolExecutor, makers: dict[str, Callable[[int], str]]
-    ) -> dict[str, list[tuple[tuple[float, float], Sample]]]:
+    ) -> dict[str, list[_Value]]:
         """Ask every `makers[name](span)` at the end of each time slice, all slices cut alike.
 
-        Starts with the whole window; when Prometheus refuses any of them for loading too many
-        samples, that slice is halved for all of them, so the answers join slice by slice.
+        Starts with `slices` slices of the window; when Prometheus refuses any query of a slice (too
+        many samples, timeout), that slice is halved for all of them, so the answers join slice by
+        slice.
         """
         pending = _cut(self.end - self.window, self.end, pieces=self.settings.slices, step=self.step)
-        out: dict[str, list[tuple[tuple[float, float], Sample]]] = {name: [] for name in makers}
+        out: dict[str, list[_Value]] = {name: [] for name in makers}
         done = 0
         while pending:
             lo, hi = pending.pop()
@@ -125,7 +146,8 @@ class _Collector:
                 self.progress(f"  Prometheus refused {refused} at once: splitting it in two")
                 continue
             for name, samples in answers.items():
-                out[name] += [((lo, hi), sample) for sample in samples]
+                out[name] += self.compact((lo, hi), samples)
+            del answers, futures
             done += 1
         for name, items in out.items():
             self.progress(f"  {name}: {len(items)} series values from {done} slice(s)")
@@ -148,12 +170,9 @@ def _series_id(labels: dict[str, str] | object) -> _SeriesId | None:
     return ns, pod, container
 
 
-_Slice = tuple[float, float]
-
-
 def _slice_stats(
-    memory: list[tuple[_Slice, Sample]],
-    cpu: list[tuple[_Slice, Sample]],
+    memory: list[_Value],
+    cpu: list[_Value],
     *,
     interval: float,
     seen: dict[_SeriesId, tuple[float, float]],
@@ -165,16 +184,12 @@ def _slice_stats(
     used for series without a start time.
     """
     mem: dict[tuple[_SeriesId, _Slice], dict[str, float]] = defaultdict(dict)
-    for bounds, sample in memory:
-        sid = _series_id(dict(sample.labels))
-        if sid is not None:
-            mem[(sid, bounds)][sample.labels.get("stat", "")] = sample.value
+    for bounds, sid, stat, value in memory:
+        mem[(sid, bounds)][stat] = value
     by_slice: dict[tuple[_SeriesId, _Slice], dict[float, float]] = defaultdict(dict)
-    for bounds, sample in cpu:
-        sid = _series_id(dict(sample.labels))
-        stat = sample.labels.get("stat", "")
-        if sid is not None and stat.startswith("q"):
-            by_slice[(sid, bounds)][float(stat[1:])] = max(sample.value, 0.0)
+    for bounds, sid, stat, value in cpu:
+        if stat.startswith("q"):
+            by_slice[(sid, bounds)][float(stat[1:])] = max(value, 0.0)
     out: dict[_SeriesId, list[SeriesStats]] = defaultdict(list)
     for (sid, (lo, hi)), stats in mem.items():
         if "count" not in stats:
@@ -200,14 +215,12 @@ def _slice_stats(
 
 
 def _seen_without_start(
-    prom: Prometheus, settings: BuildSettings, memory: list[tuple[_Slice, Sample]], *, end: float
+    prom: Prometheus, settings: BuildSettings, memory: list[_Value], *, end: float
 ) -> dict[_SeriesId, tuple[float, float]]:
     """First and last time seen for series without a container start time (one subquery, coarse)."""
     stats: dict[_SeriesId, set[str]] = defaultdict(set)
-    for _, sample in memory:
-        sid = _series_id(dict(sample.labels))
-        if sid is not None:
-            stats[sid].add(sample.labels.get("stat", ""))
+    for _, sid, stat, _ in memory:
+        stats[sid].add(stat)
     if all("start" in names for names in stats.values()):
         return {}
     step = queries.duration(settings.coverage_step)
@@ -215,9 +228,9 @@ def _seen_without_start(
     answer = prom.instant(queries.coverage(settings.namespaces, span=window, coverage_step=step), at=end)
     found: dict[_SeriesId, dict[str, float]] = defaultdict(dict)
     for sample in answer:
-        sid = _series_id(dict(sample.labels))
-        if sid is not None:
-            found[sid][sample.labels.get("stat", "")] = sample.value
+        key = _series_id(dict(sample.labels))
+        if key is not None:
+            found[key][sample.labels.get("stat", "")] = sample.value
     # Seen at coverage steps: the life extends half a step beyond the first and last on average.
     return {
         sid: (v["first"] - step / 2, v["last"] + step / 2)
