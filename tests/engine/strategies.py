@@ -37,19 +37,17 @@ def resources(draw: st.DrawFn) -> dict[str, Any]:
     return out
 
 
-handlers = st.sampled_from(
-    [
-        {"tcpSocket": {"port": 8080}},
-        {"httpGet": {"path": "/", "port": 8080, "scheme": "HTTP"}},
-        {"exec": {"command": ["/bin/true"]}},
-        {"grpc": {"port": 9090, "service": ""}},
-    ]
-)
+HANDLERS: list[dict[str, Any]] = [
+    {"tcpSocket": {"port": 8080}},
+    {"httpGet": {"path": "/", "port": 8080, "scheme": "HTTP"}},
+    {"exec": {"command": ["/bin/true"]}},
+    {"grpc": {"port": 9090, "service": ""}},
+]
 
 
 @st.composite
 def probes(draw: st.DrawFn) -> dict[str, Any]:
-    probe = dict(draw(handlers))
+    probe: dict[str, Any] = dict(draw(st.sampled_from(HANDLERS)))
     probe.update(
         initialDelaySeconds=0, timeoutSeconds=1, periodSeconds=10, successThreshold=1, failureThreshold=3
     )
@@ -67,7 +65,7 @@ def containers(draw: st.DrawFn, name: str, *, init: bool = False) -> dict[str, A
         "resources": draw(resources()),
     }
     port_names = draw(st.lists(st.sampled_from(["http", "http-alt", "metrics", "grpc", None]), max_size=3))
-    ports = []
+    ports: list[dict[str, Any]] = []
     for index, port_name in enumerate(port_names):
         port: dict[str, Any] = {
             "containerPort": 8000 + index,
