@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+import orjson
 
 __all__ = ["Prometheus", "PrometheusError", "Sample", "Series", "TooManySamplesError"]
 
@@ -73,8 +74,8 @@ class Prometheus:
         except httpx.HTTPError as exc:
             raise PrometheusError(f"cannot reach Prometheus at {self.url}: {exc}") from None
         try:
-            body = response.json()
-        except ValueError:
+            body = orjson.loads(response.content)  # large answers: faster and leaner than json
+        except orjson.JSONDecodeError:
             raise PrometheusError(
                 f"Prometheus at {self.url}: HTTP {response.status_code}, not a Prometheus API answer: "
                 f"{response.text[:200]!r}"
