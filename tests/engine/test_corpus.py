@@ -13,6 +13,7 @@ import pytest
 
 from webhook.core.engine import tailor
 from webhook.core.facts import ClusterFacts
+from webhook.core.inputs import decision_inputs
 from webhook.core.pod import serving_port
 from webhook.policy_files import bundled_policies
 
@@ -46,6 +47,7 @@ def test_a_corpus_review_gets_a_valid_idempotent_patch(path: Path, facts: Cluste
     if _validates_on(pod, "1.30"):
         kubernetes_validate.validate(result, "1.30", strict=True)
     assert tailor(result, policy=DEFAULT, profiles={}, facts=facts).ops == ()
+    assert tailor(decision_inputs(pod), policy=DEFAULT, profiles={}, facts=facts) == decision
     long_running = result["spec"].get("restartPolicy") == "Always"
     for body in result["spec"]["containers"]:
         requests = (body.get("resources") or {}).get("requests") or {}

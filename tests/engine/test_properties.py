@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from tests.engine.strategies import facts, pods, profile_for
 from webhook.core.engine import tailor
 from webhook.core.facts import ClusterFacts
+from webhook.core.inputs import decision_inputs
 from webhook.core.pod import INJECTED_ANNOTATION
 from webhook.policy_files import bundled_policies, load_policy_text
 
@@ -108,3 +109,19 @@ def test_an_injection_always_comes_with_its_explanation(case: Any) -> None:
         assert all(f"{i.field}={i.value}" in text for i in decision.injections)
     else:
         assert decision.injections == ()
+
+
+@PROPERTY
+@given(cases(pod_level=True), st.text(alphabet="bcdfghjklmnpqrstvwxz2456789", min_size=5, max_size=5))
+def test_the_engine_reads_nothing_but_the_decision_inputs(case: Any, suffix: str) -> None:
+    pod, policy, profiles, cluster = case
+    replica = copy.deepcopy(pod)
+    # What differs between replicas of one template: the ServiceAccount plugin's volume and its mounts.
+    replica["spec"]["volumes"] = [{"name": f"kube-api-access-{suffix}", "projected": {"sources": []}}]
+    for body in replica["spec"]["containers"]:
+        body["volumeMounts"] = [{"name": f"kube-api-access-{suffix}", "mountPath": "/var/run/secrets"}]
+        body["env"] = [{"name": "REPLICA", "value": suffix}]
+    expected = tailor(pod, policy=policy, profiles=profiles, facts=cluster)
+    assert decision_inputs(replica) == decision_inputs(pod)
+    assert tailor(decision_inputs(replica), policy=policy, profiles=profiles, facts=cluster) == expected
+    assert tailor(replica, policy=policy, profiles=profiles, facts=cluster) == expected

@@ -215,6 +215,27 @@ class TestVerdictCache:
         assert one["patch"] == two["patch"]
         assert (first.applied, second.applied) == (True, False)
 
+    def test_replicas_differing_only_in_their_service_account_volume_share_one_verdict(self) -> None:
+        from tests.server.conftest import labelled_state, review_for
+
+        state, cache = labelled_state(), VerdictCache(8)
+        answers = []
+        for uid, suffix in (("one", "x7k2p"), ("two", "q9m4z")):
+            review = review_for(namespace="shop", uid=uid)
+            spec = review["request"]["object"]["spec"]
+            spec["volumes"] = [{"name": f"kube-api-access-{suffix}", "projected": {"sources": []}}]
+            for body in spec["containers"]:
+                body["volumeMounts"] = [{"name": f"kube-api-access-{suffix}", "mountPath": "/run/secrets"}]
+            answers.append(admit(orjson.dumps(review), cluster=state.cluster, profiles=state.profiles,
+                                 engine=decide, cache=cache))
+        changed = review_for(namespace="shop", uid="three")
+        changed["request"]["object"]["spec"]["containers"][0]["ports"] = [{"containerPort": 9999}]
+        third = admit(orjson.dumps(changed), cluster=state.cluster, profiles=state.profiles, engine=decide,
+                      cache=cache)
+        assert (cache.misses, cache.hits) == (2, 1)
+        patches = [orjson.loads(answer.body)["response"]["patch"] for answer in (*answers, third)]
+        assert patches[0] == patches[1] != patches[2]
+
     def test_a_swapped_snapshot_is_never_answered_from_the_cache(self) -> None:
         from tests.server.conftest import labelled_state
 

@@ -1,10 +1,12 @@
 """Verdicts for Pods already seen, so the replicas of one template are decided once.
 
-The engine is a pure function of (Pod, namespace, cluster snapshot, profile snapshot), and a
-controller creates every replica of a ReplicaSet, Job or StatefulSet revision from one template with
-an empty name, so their `request.object` bytes are identical. The cache is keyed by the namespace and
-the object's JSON and is emptied whenever either snapshot is swapped, so it can never answer from
-stale data. Entries are evicted oldest-first past `size`.
+The engine is a pure function of (the Pod's decision inputs, namespace, cluster snapshot, profile
+snapshot). A controller creates every replica of a ReplicaSet, Job or StatefulSet revision from one
+template; the replicas' objects differ only where the engine never reads (the ServiceAccount plugin's
+random `kube-api-access-xxxxx` volume and mounts), so their decision inputs
+(`webhook.core.inputs.decision_inputs`) are identical. The cache is keyed by the namespace and the
+inputs' JSON and is emptied whenever either snapshot is swapped, so it can never answer from stale
+data. Entries are evicted oldest-first past `size`.
 """
 
 from __future__ import annotations
@@ -32,15 +34,18 @@ class VerdictCache:
         self._profiles: ProfileSnapshot | None = None
 
     def key(
-        self, namespace: str, pod: Any, *, cluster: ClusterSnapshot, profiles: ProfileSnapshot
+        self, namespace: str, inputs: Any, *, cluster: ClusterSnapshot, profiles: ProfileSnapshot
     ) -> _Key | None:
-        """The key for this Pod, emptying the cache first if the snapshots changed; None when disabled."""
+        """The key for a Pod's decision inputs, emptying the cache first if the snapshots changed.
+
+        None when the cache is disabled.
+        """
         if self.size <= 0:
             return None
         if cluster is not self._cluster or profiles is not self._profiles:
             self._entries.clear()
             self._cluster, self._profiles = cluster, profiles
-        return namespace, orjson.dumps(pod)
+        return namespace, orjson.dumps(inputs)
 
     def get(self, key: _Key | None) -> Verdict | None:
         if key is None:

@@ -21,6 +21,7 @@ from webhook.admission.response import bad_request_body, review_answer
 from webhook.admission.review import BadRequest, Review, parse_review, pod_problem
 from webhook.admission.verdict import Outcome, Verdict, verdict
 from webhook.core.decision import Decision, Injection
+from webhook.core.inputs import decision_inputs
 from webhook.core.namespace import NamespaceSettings
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
 from webhook.core.workload import pod_workload
@@ -143,17 +144,18 @@ def admit(
         return Answer(200, review_answer(review.uid), Outcome.IGNORED, uid=review.uid,
                       namespace=review.namespace or None, dry_run=review.dry_run)
     pod: Any = review.obj
-    key = None
-    if cache is not None and isinstance(pod, dict):
-        key = cache.key(review.namespace, pod, cluster=cluster, profiles=profiles)
-        cached = cache.get(key)
-        if cached is not None:  # the same object was checked and decided against these snapshots
-            return _answer(review, cached)
     problem = pod_problem(pod, review.uid)
     if problem is not None:
         return _bad(problem)
+    inputs = decision_inputs(pod)
+    key = None
+    if cache is not None:
+        key = cache.key(review.namespace, inputs, cluster=cluster, profiles=profiles)
+        cached = cache.get(key)
+        if cached is not None:  # a replica with these inputs was decided against these snapshots
+            return _answer(review, cached)
     try:
-        settings, decision = engine(pod, namespace=review.namespace, cluster=cluster, profiles=profiles)
+        settings, decision = engine(inputs, namespace=review.namespace, cluster=cluster, profiles=profiles)
     except Exception as exc:
         return _fault(review, ErrorReason.ENGINE, exc, workload=_workload_name(pod, review.namespace))
     try:

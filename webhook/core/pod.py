@@ -60,12 +60,34 @@ class ContainerRef:
         return self.group == "initContainers" and self.body.get("restartPolicy") == "Always"
 
 
+def _string_map(value: object) -> bool:
+    return value is None or (
+        isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+    )
+
+
+def _metadata_problem(metadata: object) -> str | None:
+    if not isinstance(metadata, dict):
+        return "metadata is not an object"
+    for key in ("labels", "annotations"):
+        if not _string_map(metadata.get(key)):
+            return f"metadata.{key} is not a map of strings"
+    for key in ("name", "generateName", "namespace"):
+        if metadata.get(key) is not None and not isinstance(metadata[key], str):
+            return f"metadata.{key} is not a string"
+    owners = metadata.get("ownerReferences")
+    if owners is not None and not (isinstance(owners, list) and all(isinstance(ref, dict) for ref in owners)):
+        return "metadata.ownerReferences is not a list of objects"
+    return None
+
+
 def malformed(pod: object) -> str | None:
     """Why this object cannot be treated as a Pod, or None. Checked before any rule runs."""
     if not isinstance(pod, dict):
         return "object is not a JSON object"
-    if not isinstance(pod.get("metadata", {}), dict):
-        return "metadata is not an object"
+    problem = _metadata_problem(pod.get("metadata", {}))
+    if problem is not None:
+        return problem
     spec = pod.get("spec")
     if not isinstance(spec, dict):
         return "spec is missing or not an object"
@@ -76,6 +98,8 @@ def malformed(pod: object) -> str | None:
         if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
             return f"spec.{group} is not a list of objects"
         for item in items:
+            if not isinstance(item.get("name"), str):
+                return f"spec.{group}[].name is not a string"
             for key in ("resources", "lifecycle", "readinessProbe", "livenessProbe", "startupProbe"):
                 if item.get(key) is not None and not isinstance(item[key], dict):
                     return f"spec.{group}[].{key} is not an object"

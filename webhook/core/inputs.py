@@ -1,0 +1,52 @@
+"""The part of a Pod the engine reads: its decision inputs.
+
+Replicas of one template differ in fields the engine never looks at (the ServiceAccount plugin's
+`kube-api-access-xxxxx` volume and its mounts, env, images' digests), so the same inputs mean the same
+decision, and the same patch applies to each of them. The admission path keys its verdict cache on
+these inputs; a test holds the engine to reading nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["decision_inputs"]
+
+_METADATA = ("name", "generateName", "namespace", "labels", "annotations", "ownerReferences")
+_SPEC = ("restartPolicy", "terminationGracePeriodSeconds", "resources", "os", "nodeSelector")
+_CONTAINER = (
+    "name",
+    "ports",
+    "resources",
+    "readinessProbe",
+    "livenessProbe",
+    "startupProbe",
+    "lifecycle",
+    "restartPolicy",
+)
+
+
+def _pick(source: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    return {key: source[key] for key in keys if key in source}
+
+
+def decision_inputs(pod: Any) -> Any:
+    """A copy-free projection of `pod` onto what the engine reads; odd shapes pass through unchanged."""
+    if not isinstance(pod, dict):
+        return pod
+    metadata, spec = pod.get("metadata"), pod.get("spec")
+    if not isinstance(spec, dict) or not isinstance(metadata, dict | None):
+        return pod
+    view: dict[str, Any] = {}
+    if metadata is not None:
+        view["metadata"] = _pick(metadata, _METADATA)
+    projected = _pick(spec, _SPEC)
+    for group in ("containers", "initContainers"):
+        items = spec.get(group)
+        if isinstance(items, list) and all(isinstance(item, dict) for item in items):
+            projected[group] = [_pick(item, _CONTAINER) for item in items]
+        elif group in spec:
+            projected[group] = items
+    view["spec"] = projected
+    return view
