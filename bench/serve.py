@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import random
 import re
 import shutil
 import signal
@@ -36,7 +37,8 @@ import orjson
 from fastapi import FastAPI, Request, Response
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = Path(os.environ.get("POD_TAILOR_CORPUS", "/work/shared/corpus/reviews"))
+CORPUS = Path(os.environ.get("POD_TAILOR_CORPUS", ROOT.parent / "shared" / "corpus" / "reviews"))
+REPLICAS = 8  # per corpus review: distinct uids and ServiceAccount volume names, as real replicas have
 PATH = "/mutate?timeout=10s"
 HOST = "127.0.0.1"
 UNCACHED = "pod-tailor (no cache)"
@@ -328,6 +330,26 @@ def _row(name: str, result: Result) -> str:
             f"({result.requests} requests in {result.seconds:.1f} s)")
 
 
+def replicas(reviews: Sequence[bytes], *, count: int, seed: int = 7) -> list[bytes]:
+    """`count` replicas of each review, as the API server would send them for one template.
+
+    Each gets its own uid and its own `kube-api-access-xxxxx` volume name (the ServiceAccount plugin
+    draws a random suffix per Pod), so no two bodies are byte-identical; they are interleaved so that
+    consecutive requests come from different templates, as in a burst across many workloads.
+    """
+    rng = random.Random(seed)
+    alphabet = "bcdfghjklmnpqrstvwxz2456789"
+    out: list[bytes] = []
+    for copy_index in range(count):
+        for review in reviews:
+            suffix = "".join(rng.choice(alphabet) for _ in range(5)).encode()
+            body = re.sub(rb"kube-api-access-[a-z0-9]{5}", b"kube-api-access-" + suffix, review)
+            document = orjson.loads(body)
+            document["request"]["uid"] = f"{document['request']['uid'][:-4]}{copy_index:04d}"
+            out.append(orjson.dumps(document))
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=int, default=6, help="duration of each throughput and rate run")
@@ -348,7 +370,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed (apt-get install wrk)")
     paths = sorted(CORPUS.glob("*.json"))
-    reviews = [p.read_bytes() for p in paths]
+    reviews = replicas([p.read_bytes() for p in paths], count=REPLICAS)
     server_cpu, load_cpu = ("0", "1") if (os.cpu_count() or 1) > 1 else ("0", "0")
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {int(load_cpu)})  # the asyncio clients below run in this process
@@ -358,10 +380,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         tls = make_tls(folder)
         script = folder / "reviews.lua"
         script.write_text(LUA)
+        replica_dir = folder / "replicas"
+        replica_dir.mkdir()
+        for index, body in enumerate(reviews):
+            (replica_dir / f"{index:05d}.json").write_bytes(body)
         bodies = folder / "bodies.txt"
-        bodies.write_text("\n".join(str(p) for p in paths) + "\n")
+        bodies.write_text("\n".join(str(p) for p in sorted(replica_dir.iterdir())) + "\n")
         context = ssl.create_default_context(cafile=str(tls.ca))
-        print(f"corpus: {len(reviews)} AdmissionReviews from {CORPUS}; server on CPU {server_cpu}, load on "
+        print(f"corpus: {len(paths)} AdmissionReviews from {CORPUS} x {REPLICAS} replicas (own uid and"
+              f" ServiceAccount volume each); server on CPU {server_cpu}, load on "
               f"CPU {load_cpu}; TLS, HTTP/1.1 keep-alive")
         names = ["pod-tailor", "null"] + ([UNCACHED] if args.uncached else [])
         runs: dict[str, list[Result]] = {name: [] for name in names}

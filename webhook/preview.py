@@ -180,11 +180,11 @@ def _main(args: argparse.Namespace) -> int:
 
 def _notes(source: PodSource, decision: Decision, mode: Mode) -> list[str]:
     label = source.label
+    if mode is Mode.OFF:
+        return [f"# {label}: pod-tailor is off in this namespace; nothing would change"]
     if decision.skipped:
         return [f"# {label}: left alone: {decision.skipped}"]
     lines = [f"Warning: {label}: {warning}" for warning in decision.warnings]
-    if mode is Mode.OFF:
-        return [*lines, f"# {label}: pod-tailor is off in this namespace; nothing would change"]
     if mode is Mode.DRY_RUN:
         lines += [
             f"Warning: pod-tailor (dry-run) would set {i.target} {i.describe()}" for i in decision.injections

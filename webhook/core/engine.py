@@ -6,13 +6,14 @@ server may reinvoke it (reinvocationPolicy IfNeeded).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
 from webhook.core.decision import Decision, Injection
 from webhook.core.explain import explanation
 from webhook.core.facts import ClusterFacts
-from webhook.core.namespace import NamespaceSettings
+from webhook.core.namespace import Mode, NamespaceSettings
 from webhook.core.patch import PatchBuilder
 from webhook.core.pod import (
     INJECTED_ANNOTATION,
@@ -59,6 +60,18 @@ def tailor(
     problem = malformed(pod)
     if problem is not None:
         return Decision(skipped=f"not a usable Pod: {problem}", policy=policy.name)
+    return _tailor_checked(pod, policy=policy, profiles=profiles, facts=facts, workload=workload)
+
+
+def _tailor_checked(
+    pod: Mapping[str, Any],
+    *,
+    policy: Policy,
+    profiles: WorkloadProfiles,
+    facts: ClusterFacts,
+    workload: WorkloadKey | None,
+) -> Decision:
+    """`tailor` for a Pod that passed `malformed`."""
     label = str(workload) if workload else ""
     opt_out = exclusions(pod)
     if opt_out.skip_pod:
@@ -156,22 +169,20 @@ def decide(
     if policy is None:
         notes.append(f"unknown policy {settings.policy!r}; used default")
         policy = cluster.policies.policies["default"]
-    if workload is None and malformed(pod) is None:
+    if settings.mode is Mode.OFF:
+        return settings, Decision(skipped=f"namespace {namespace} is not opted in", policy=policy.name)
+    problem = malformed(pod)
+    if problem is not None:
+        return settings, Decision(skipped=f"not a usable Pod: {problem}", policy=policy.name)
+    if workload is None:
         workload = pod_workload(pod, namespace)
-    decision = tailor(
+    decision = _tailor_checked(
         pod,
         policy=policy,
-        profiles=profiles.for_workload(workload) if workload else {},
+        profiles=profiles.for_workload(workload),
         facts=cluster.facts_for(namespace),
         workload=workload,
     )
     if notes:
-        decision = Decision(
-            ops=decision.ops,
-            injections=decision.injections,
-            warnings=(*notes, *decision.warnings),
-            skipped=decision.skipped,
-            policy=decision.policy,
-            workload=decision.workload,
-        )
+        decision = dataclasses.replace(decision, warnings=(*notes, *decision.warnings))
     return settings, decision
