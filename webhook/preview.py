@@ -18,9 +18,10 @@ from typing import Any, TextIO
 import jsonpatch
 import yaml
 
+from webhook.admission.verdict import verdict
 from webhook.core.decision import Decision
 from webhook.core.engine import decide
-from webhook.core.namespace import Mode
+from webhook.core.namespace import Mode, NamespaceSettings
 from webhook.core.patch import pointer
 from webhook.core.policy import PolicyError
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
@@ -179,17 +180,14 @@ def _main(args: argparse.Namespace) -> int:
 
 
 def _notes(source: PodSource, decision: Decision, mode: Mode) -> list[str]:
-    label = source.label
+    """The warnings kubectl would print for this Pod (the server's own wording), then a note."""
+    shown = verdict(NamespaceSettings(mode, decision.policy), decision)
+    lines = [f"# {source.label}:"] if shown.warnings else []
+    lines += [f"Warning: {warning}" for warning in shown.warnings]
     if mode is Mode.OFF:
-        return [f"# {label}: pod-tailor is off in this namespace; nothing would change"]
-    if decision.skipped:
-        return [f"# {label}: left alone: {decision.skipped}"]
-    lines = [f"Warning: {label}: {warning}" for warning in decision.warnings]
-    if mode is Mode.DRY_RUN:
-        lines += [
-            f"Warning: pod-tailor (dry-run) would set {i.target} {i.describe()}" for i in decision.injections
-        ]
-        return lines
-    if not decision.ops:
-        lines.append(f"# {label}: nothing to add")
+        lines.append(f"# {source.label}: pod-tailor is off in this namespace; nothing would change")
+    elif decision.skipped:
+        lines.append(f"# {source.label}: left alone: {decision.skipped}")
+    elif mode is Mode.ENFORCE and not decision.ops:
+        lines.append(f"# {source.label}: nothing to add")
     return lines

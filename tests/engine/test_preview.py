@@ -114,7 +114,7 @@ def test_the_diff_shows_added_lines(capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.parametrize(
     ("labels", "changed", "note"),
     [
-        (["pod-tailor.io/mode=dry-run"], False, "Warning: pod-tailor (dry-run) would set server"),
+        (["pod-tailor.io/mode=dry-run"], False, "Warning: pod-tailor would set server: startupProbe="),
         (["pod-tailor.io/mode=off"], False, "pod-tailor is off in this namespace"),
         (
             ["pod-tailor.io/mode=enforce", "pod-tailor.io/policy=nope"],
