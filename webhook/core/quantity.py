@@ -7,6 +7,7 @@ Parsing is the client library's `parse_quantity`; its `format_quantity` keeps De
 from __future__ import annotations
 
 from decimal import ROUND_CEILING, Decimal
+from functools import lru_cache
 
 from kubernetes.utils.quantity import parse_quantity
 
@@ -24,6 +25,12 @@ def parse(value: object) -> Decimal:
     """Parse a quantity (`"250m"`, `"1Gi"`, `2`) to Decimal; raise QuantityError if it is not one."""
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise QuantityError(f"not a quantity: {value!r}")
+    return _parse(value)
+
+
+@lru_cache(maxsize=4096)
+def _parse(value: str | int | float) -> Decimal:
+    # Pods repeat a handful of quantities ("100m", "128Mi"); Decimal is immutable, so sharing is safe.
     try:
         return Decimal(parse_quantity(value))  # type: ignore[no-untyped-call]
     except (ValueError, ArithmeticError) as exc:
