@@ -35,6 +35,7 @@ def test_settings(**overrides: object) -> BuildSettings:
     strategy = StrategySettings(startup_window_seconds=scenarios.STARTUP_WINDOW)
     values: dict[str, object] = {
         "window": "14d", "step": "5m", "rate_window": "10m", "coverage_step": "5m",
+        "startup_lookback": "14d",
         "strategy": strategy,
     }
     values.update(overrides)

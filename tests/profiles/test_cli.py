@@ -14,7 +14,7 @@ from webhook.cli import main
 from webhook.core.quantity import parse
 
 BUILD = ["profiles", "build", "--namespace", "shop", "--step", "5m", "--rate-window", "10m",
-         "--startup-window", "1200"]
+         "--startup-window", "1200", "--startup-lookback", "14d"]
 
 
 @pytest.fixture

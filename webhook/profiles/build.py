@@ -49,7 +49,7 @@ class BuildSettings:
     coverage_step: str = "1h"
     # Start-up CPU is read from the most recent container starts only: that query costs a full pass
     # over the look-back (every series, every step), and recent starts describe the current image.
-    startup_lookback: str = "3d"
+    startup_lookback: str = "1d"
     # A recorded CPU rate per container (e.g. kube-prometheus'
     # `node_namespace_pod_container:container_cpu_usage_seconds_total:sum_irate`): several times cheaper.
     cpu_rate_metric: str | None = None

@@ -89,6 +89,10 @@ def _build_options(parser: argparse.ArgumentParser) -> None:
         help="a recorded per-container CPU rate to read instead of rate() over the cadvisor counter, e.g. "
         "node_namespace_pod_container:container_cpu_usage_seconds_total:sum_irate (kube-prometheus)",
     )
+    parser.add_argument(
+        "--startup-lookback", default=defaults.startup_lookback,
+        help=f"start-up CPU from container starts this recent [{defaults.startup_lookback}]",
+    )
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per Prometheus query [120]")
     parser.add_argument(
         "--slices", type=int, default=1,
@@ -166,6 +170,7 @@ def _settings_from(args: argparse.Namespace) -> BuildSettings:
         namespaces=tuple(args.namespace),
         cpu_rate_metric=args.cpu_rate_metric or None,
         slices=max(1, args.slices),
+        startup_lookback=args.startup_lookback,
         strategy=strategy,
     )
 
