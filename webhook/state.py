@@ -6,6 +6,7 @@ path reads `state.cluster` and `state.profiles` once per request and never block
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -32,11 +33,15 @@ class State:
         self.profiles = snapshot
 
     def ages(self, now: float | None = None) -> dict[str, float]:
-        """Seconds since each snapshot was taken (for the snapshot-age metrics)."""
+        """Seconds since each snapshot was taken (for the snapshot-age metrics).
+
+        Embedded defaults (no cluster) never go stale: 0. Profiles never built are infinitely old, so an
+        alert on `age > N` fires for them instead of reading them as fresh.
+        """
         now = time.time() if now is None else now
         return {
             "cluster": now - self.cluster.taken_at if self.cluster.taken_at else 0.0,
-            "profiles": now - self.profiles.taken_at if self.profiles.taken_at else 0.0,
+            "profiles": now - self.profiles.taken_at if self.profiles.taken_at else math.inf,
         }
 
 
