@@ -53,7 +53,8 @@ class TestDiscovery:
         assert found.config.host == kube.url
 
     def test_the_home_kubeconfig_is_the_last_resort(self, kube: FakeKube, tmp_path: Path) -> None:
-        kube.write_kubeconfig((tmp_path / ".kube").mkdir() or tmp_path / ".kube" / "config")
+        (tmp_path / ".kube").mkdir()
+        kube.write_kubeconfig(tmp_path / ".kube" / "config")
         found = discover(env={"HOME": str(tmp_path)}, service_account_dir=Path("/nonexistent"))
         assert found.config is not None
         assert found.config.host == kube.url

@@ -11,6 +11,7 @@ import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 import yaml
@@ -91,8 +92,8 @@ class TestControllerPod:
         document: dict[str, object] = {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": "x"}}
         node = document
         for key in path[:-1]:
-            node = node.setdefault(key, {})  # type: ignore[assignment]
-        node[path[-1]] = template  # type: ignore[index]
+            node = cast(dict[str, object], node.setdefault(key, {}))
+        node[path[-1]] = template
         (source,) = pod_sources(load_documents(yaml.safe_dump(document)))
         pod = controller_pod(source, namespace="shop")
         assert pod["kind"] == "Pod"

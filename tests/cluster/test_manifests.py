@@ -113,7 +113,10 @@ class TestSchemas:
 class TestWebhookConfiguration:
     @pytest.fixture
     def webhook(self) -> dict[str, Any]:
-        (entry,) = find(base_objects(), "MutatingWebhookConfiguration", "pod-tailor")["webhooks"]
+        webhooks: list[dict[str, Any]] = find(base_objects(), "MutatingWebhookConfiguration", "pod-tailor")[
+            "webhooks"
+        ]
+        (entry,) = webhooks
         return entry
 
     def test_only_pod_create_is_intercepted(self, webhook: dict[str, Any]) -> None:
@@ -243,7 +246,8 @@ class TestWebhookDeployment:
 
 class TestRbac:
     def rules(self, kind: str, name: str) -> list[dict[str, Any]]:
-        return find(base_objects(), kind, name)["rules"]
+        rules: list[dict[str, Any]] = find(base_objects(), kind, name)["rules"]
+        return rules
 
     def test_the_webhook_only_lists_and_watches_what_it_reads(self) -> None:
         assert self.rules("ClusterRole", "pod-tailor-webhook") == [

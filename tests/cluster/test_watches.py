@@ -7,6 +7,7 @@ import threading
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
+from typing import Protocol
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -60,13 +61,19 @@ def watches(kube: FakeKube, fragment: str) -> list[str]:
     return [p for p in kube.requests_to(fragment) if "watch=true" in p]
 
 
+class Start(Protocol):
+    """The `start` fixture: starts a refresher on the fixture's state; `overrides` are Settings fields."""
+
+    def __call__(self, **overrides: object) -> ClusterRefresher: ...
+
+
 @pytest.fixture
 def state() -> State:
     return State()
 
 
 @pytest.fixture
-def start(kubeconfig: Path, state: State) -> Iterator[object]:
+def start(kubeconfig: Path, state: State) -> Iterator[Start]:
     refreshers: list[ClusterRefresher] = []
 
     def _start(**overrides: object) -> ClusterRefresher:
@@ -87,7 +94,7 @@ def synced(state: State) -> bool:
 
 class TestFirstSync:
     def test_the_first_full_sync_fills_the_snapshot_with_labels_limit_ranges_and_version(
-        self, kube: FakeKube, start, state: State
+        self, kube: FakeKube, start: Start, state: State
     ) -> None:
         kube.put(namespace("shop", **{"pod-tailor.io/mode": "dry-run", "pod-tailor.io/policy": "batch"}))
         kube.put(namespace("plain"))
@@ -110,7 +117,7 @@ class TestFirstSync:
         assert "watching kubeconfig" in state.notes["cluster"]
 
     def test_readiness_stays_pending_until_every_resource_has_listed_once(
-        self, kube: FakeKube, start, state: State
+        self, kube: FakeKube, start: Start, state: State
     ) -> None:
         kube.fail_next("/api/v1/limitranges", 503, times=2)
         start()
@@ -119,7 +126,7 @@ class TestFirstSync:
         assert len(lists(kube, "/api/v1/limitranges")) == 3
 
     def test_the_policy_configmap_is_listed_by_name_in_pod_tailors_namespace(
-        self, kube: FakeKube, start, state: State
+        self, kube: FakeKube, start: Start, state: State
     ) -> None:
         start(namespace="tailor-system", policy_configmap="my-policy")
         wait_until(lambda: synced(state), what="first sync")
@@ -127,7 +134,7 @@ class TestFirstSync:
         assert urlsplit(path).path == "/api/v1/namespaces/tailor-system/configmaps"
         assert query(path)["fieldSelector"] == "metadata.name=my-policy"
 
-    def test_lists_are_paged(self, kube: FakeKube, start, state: State) -> None:
+    def test_lists_are_paged(self, kube: FakeKube, start: Start, state: State) -> None:
         for index in range(1203):
             kube.put(namespace(f"ns-{index}"))
         start()
@@ -138,7 +145,7 @@ class TestFirstSync:
 
 class TestWatchEvents:
     @pytest.fixture(autouse=True)
-    def _running(self, kube: FakeKube, start, state: State) -> None:
+    def _running(self, kube: FakeKube, start: Start, state: State) -> None:
         kube.put(namespace("shop"))
         kube.put(limit_range("shop", "a", "2"))
         start()
@@ -169,7 +176,7 @@ class TestWatchEvents:
 
 class TestResuming:
     @pytest.fixture(autouse=True)
-    def _running(self, kube: FakeKube, start, state: State) -> None:
+    def _running(self, kube: FakeKube, start: Start, state: State) -> None:
         kube.put(namespace("shop"))
         start()
         wait_until(lambda: synced(state), what="first sync")
@@ -229,7 +236,7 @@ class TestResuming:
 
 
 def test_a_watch_ended_by_the_servers_timeout_resumes_without_listing(
-    kube: FakeKube, start, state: State
+    kube: FakeKube, start: Start, state: State
 ) -> None:
     start(resync_seconds=1)
     wait_until(lambda: synced(state), what="first sync")
@@ -241,7 +248,7 @@ def test_a_watch_ended_by_the_servers_timeout_resumes_without_listing(
 class TestServerVersion:
     @pytest.mark.parametrize(("minor", "expected"), [("30", (1, 30)), ("29+", (1, 29)), ("34", (1, 34))])
     def test_the_version_is_read_at_start(
-        self, kube: FakeKube, start, state: State, minor: str, expected
+        self, kube: FakeKube, start: Start, state: State, minor: str, expected: tuple[int, int]
     ) -> None:
         kube.version["minor"] = minor
         start()
@@ -249,7 +256,7 @@ class TestServerVersion:
         assert state.cluster.server_version == expected
         assert state.cluster.facts_for("x").supports_native_sleep() is (expected >= (1, 30))
 
-    def test_the_version_is_refreshed_periodically(self, kube: FakeKube, start, state: State) -> None:
+    def test_the_version_is_refreshed_periodically(self, kube: FakeKube, start: Start, state: State) -> None:
         kube.version["minor"] = "29"
         start(resync_seconds=1)
         wait_until(lambda: synced(state), what="first sync")
@@ -257,7 +264,7 @@ class TestServerVersion:
         wait_until(lambda: state.cluster.server_version == (1, 31), what="version refresh")
 
     def test_an_unreadable_version_leaves_it_unknown_but_the_watches_run(
-        self, kube: FakeKube, start, state: State
+        self, kube: FakeKube, start: Start, state: State
     ) -> None:
         kube.fail_next("/version", 500)
         start()
@@ -274,7 +281,9 @@ def metric_value(name: str, **labels: str) -> float:
 
 
 class TestPolicyConfigMap:
-    def test_a_valid_configmap_replaces_the_base_policy(self, kube: FakeKube, start, state: State) -> None:
+    def test_a_valid_configmap_replaces_the_base_policy(
+        self, kube: FakeKube, start: Start, state: State
+    ) -> None:
         start()
         wait_until(lambda: synced(state), what="first sync")
         assert state.cluster.policies.get("batch") is None
@@ -283,7 +292,7 @@ class TestPolicyConfigMap:
         assert "pod-tailor/pod-tailor-policy" in state.cluster.source
 
     def test_an_invalid_edit_keeps_the_last_valid_policy_and_says_so(
-        self, kube: FakeKube, start, state: State
+        self, kube: FakeKube, start: Start, state: State
     ) -> None:
         kube.put(policy_configmap(GOOD_POLICY))
         start()
@@ -303,7 +312,7 @@ class TestPolicyConfigMap:
         assert metric("pod_tailor_policy_configmap_valid") == 1
 
     def test_an_invalid_configmap_at_start_falls_back_to_the_base_policy(
-        self, kube: FakeKube, start, state: State
+        self, kube: FakeKube, start: Start, state: State
     ) -> None:
         kube.put(policy_configmap(BAD_POLICY))
         start()
@@ -312,7 +321,7 @@ class TestPolicyConfigMap:
         assert "still using base policy" in state.notes["policy"]
 
     def test_deleting_the_configmap_returns_to_the_base_policy(
-        self, kube: FakeKube, start, state: State
+        self, kube: FakeKube, start: Start, state: State
     ) -> None:
         kube.put(policy_configmap(GOOD_POLICY))
         start()
@@ -342,7 +351,7 @@ def test_the_refresher_runs_as_an_asyncio_task_and_stops_when_cancelled(
 
 class TestSnapshotAge:
     def test_the_snapshot_is_confirmed_fresh_while_the_watches_are_connected(
-        self, kube: FakeKube, start, state: State
+        self, kube: FakeKube, start: Start, state: State
     ) -> None:
         start(resync_seconds=1)
         wait_until(lambda: synced(state), what="first sync")
@@ -351,7 +360,7 @@ class TestSnapshotAge:
         assert state.ages()["cluster"] < 2
 
     def test_the_snapshot_ages_while_the_api_server_is_unreachable(
-        self, kube: FakeKube, start, state: State
+        self, kube: FakeKube, start: Start, state: State
     ) -> None:
         start(resync_seconds=1)
         wait_until(lambda: synced(state), what="first sync")
