@@ -356,7 +356,7 @@ class TestSnapshotAge:
         start(resync_seconds=1)
         wait_until(lambda: synced(state), what="first sync")
         first = state.cluster.taken_at
-        wait_until(lambda: state.cluster.taken_at > first, what="heartbeat", timeout=5)
+        wait_until(lambda: state.cluster.taken_at > first, what="heartbeat", timeout=15)
         assert state.ages()["cluster"] < 2
 
     def test_the_snapshot_ages_while_the_api_server_is_unreachable(
