@@ -24,6 +24,14 @@ def wait_until(condition: Callable[[], object], *, timeout: float = 10.0, what: 
         time.sleep(0.01)
 
 
+def namespace(name: str, mode: str | None = None) -> dict[str, object]:
+    """A Namespace as the API server lists it, opted in with `pod-tailor.io/mode` when `mode` is given."""
+    metadata: dict[str, object] = {"name": name}
+    if mode is not None:
+        metadata["labels"] = {"pod-tailor.io/mode": mode}
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata}
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

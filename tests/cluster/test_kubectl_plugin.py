@@ -21,7 +21,7 @@ from webhook.certs import write_dev_certs
 from webhook.kubectl_preview import controller_pod
 from webhook.sources import load_documents, pod_sources
 
-from .helpers import pod_tailor_serve, usable_kubectl, wait_until
+from .helpers import namespace, pod_tailor_serve, usable_kubectl, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = ROOT / "scripts" / "kubectl-pod_tailor"
@@ -123,20 +123,8 @@ class TestControllerPod:
 def cluster(tmp_path: Path) -> Iterator[tuple[FakeKube, Path]]:
     """Fake API server + real pod-tailor serve, wired as the manifests wire them."""
     with FakeKube(token="") as kube:
-        kube.put(
-            {
-                "apiVersion": "v1",
-                "kind": "Namespace",
-                "metadata": {"name": "shop", "labels": {"pod-tailor.io/mode": "dry-run"}},
-            }
-        )
-        kube.put(
-            {
-                "apiVersion": "v1",
-                "kind": "Namespace",
-                "metadata": {"name": "prod", "labels": {"pod-tailor.io/mode": "enforce"}},
-            }
-        )
+        kube.put(namespace("shop", "dry-run"))
+        kube.put(namespace("prod", "enforce"))
         kube.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}})
         kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
         ca, cert, key = write_dev_certs(tmp_path / "tls")

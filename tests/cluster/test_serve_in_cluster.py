@@ -19,7 +19,7 @@ from kubefake import FakeKube
 
 from webhook.certs_command import write_certificates
 
-from .helpers import pod_tailor_serve, wait_until
+from .helpers import namespace, pod_tailor_serve, wait_until
 
 SAMPLE = Path(__file__).resolve().parents[2] / "webhook" / "data" / "sample-review.json"
 SERVICE_NAME = "pod-tailor.pod-tailor.svc"
@@ -54,20 +54,8 @@ def review(namespace: str) -> bytes:
 
 @pytest.fixture
 def served(kube: FakeKube, kubeconfig: Path, tmp_path: Path) -> Iterator[tuple[int, Path]]:
-    kube.put(
-        {
-            "apiVersion": "v1",
-            "kind": "Namespace",
-            "metadata": {"name": "shop", "labels": {"pod-tailor.io/mode": "dry-run"}},
-        }
-    )
-    kube.put(
-        {
-            "apiVersion": "v1",
-            "kind": "Namespace",
-            "metadata": {"name": "prod", "labels": {"pod-tailor.io/mode": "enforce"}},
-        }
-    )
+    kube.put(namespace("shop", "dry-run"))
+    kube.put(namespace("prod", "enforce"))
     kube.put(
         {
             "apiVersion": "v1",
