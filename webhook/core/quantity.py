@@ -28,9 +28,10 @@ def parse(value: object) -> Decimal:
     return _parse(value)
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=65_536)
 def _parse(value: str | int | float) -> Decimal:
-    # Pods repeat a handful of quantities ("100m", "128Mi"); Decimal is immutable, so sharing is safe.
+    # Pods repeat a handful of quantities ("100m", "128Mi") and a profile store repeats its rounded
+    # values; Decimal is immutable, so sharing is safe.
     try:
         return Decimal(parse_quantity(value))  # type: ignore[no-untyped-call]
     except (ValueError, ArithmeticError) as exc:

@@ -14,7 +14,6 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -41,9 +40,6 @@ __all__ = [
 ]
 
 FORMAT_VERSION = 1
-# Stores repeat the same few quantity strings ("250m", "512Mi"): parsing each once makes a 100,000
-# workload document load several times faster (the Kubernetes parser is slow).
-_parse = lru_cache(maxsize=65_536)(parse)
 _ENV = "POD_TAILOR_PROFILES"
 
 
@@ -163,10 +159,10 @@ def _decode_profile(data: Any, where: str) -> ContainerProfile:
         startup_cpu = data.get("startupCpu")
         startup_seconds = data.get("startupSeconds")
         return Recommendation(
-            cpu=_parse(data["cpu"]),
-            memory=_parse(data["memory"]),
+            cpu=parse(data["cpu"]),
+            memory=parse(data["memory"]),
             evidence=evidence,
-            startup_cpu=None if startup_cpu is None else _parse(startup_cpu),
+            startup_cpu=None if startup_cpu is None else parse(startup_cpu),
             startup_seconds=None if startup_seconds is None else float(startup_seconds),
         )
     except (KeyError, TypeError, ValueError, QuantityError) as exc:
