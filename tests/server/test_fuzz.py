@@ -26,8 +26,12 @@ from tests.server.conftest import (
     labelled_state,
     running_server,
 )
+from webhook.admission import VerdictCache, admit, default_engine
+from webhook.core.inputs import decision_inputs
+from webhook.core.pod import malformed
 from webhook.server.app import create_app
 from webhook.settings import Settings
+from webhook.state import State
 
 REVIEWS: list[dict[str, Any]] = [orjson.loads(p.read_bytes()) for p in corpus_files()]
 NAMESPACES = ["default", *NAMESPACE_LABELS]  # every mode, a bad mode label and an unknown policy
@@ -189,3 +193,68 @@ class TestFuzz:
             check(running.mutate(body), body, uid)
 
         over_tls()
+
+
+POD_FIELDS = st.sampled_from([
+    ("metadata",), ("spec",), ("kind",), ("apiVersion",),
+    *(("metadata", key) for key in ("name", "generateName", "namespace", "labels", "annotations",
+                                    "ownerReferences")),
+    *(("spec", key) for key in ("containers", "initContainers", "restartPolicy", "volumes")),
+    *(("container", key) for key in ("name", "ports", "resources", "readinessProbe", "livenessProbe",
+                                     "startupProbe", "lifecycle", "restartPolicy", "env", "image")),
+])
+
+
+@st.composite
+def reviews_with_an_odd_pod_field(draw: st.DrawFn) -> bytes:
+    """A corpus review whose Pod has one field replaced by any JSON value, or dropped."""
+    review: dict[str, Any] = orjson.loads(orjson.dumps(draw(st.sampled_from(REVIEWS))))
+    pod = review["request"]["object"]
+    where, *key = draw(POD_FIELDS)
+    if where == "container":
+        parent = draw(st.sampled_from(pod["spec"]["containers"]))
+    else:
+        parent = pod if not key else pod.setdefault(where, {})
+    name = key[0] if key else where
+    if draw(st.booleans()):
+        parent.pop(name, None)
+    else:
+        parent[name] = draw(json_values)
+    return orjson.dumps(review)
+
+
+@pytest.fixture(scope="module")
+def warm() -> tuple[State, VerdictCache]:
+    """A cache holding every corpus Pod decided in every namespace."""
+    state, cache = labelled_state(), VerdictCache(100_000)
+    for review in REVIEWS:
+        for namespace in NAMESPACES:
+            copy = {**review, "request": {**review["request"], "namespace": namespace}}
+            admit(orjson.dumps(copy), cluster=state.cluster, profiles=state.profiles, engine=default_engine(),
+                  cache=cache)
+    return state, cache
+
+
+class TestVerdictCacheUnderFuzz:
+    """The cache answers a Pod from its decision inputs alone, so it must never change an answer."""
+
+    @settings(max_examples=1500, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                     HealthCheck.function_scoped_fixture])
+    @given(body=reviews_with_an_odd_pod_field() | bodies().map(lambda case: case[0]))
+    def test_a_mutated_review_gets_the_same_answer_from_a_warm_cache_as_without_one(
+        self, warm: tuple[State, VerdictCache], body: bytes
+    ) -> None:
+        state, cache = warm
+        engine = default_engine()
+        cached = admit(body, cluster=state.cluster, profiles=state.profiles, engine=engine, cache=cache)
+        fresh = admit(body, cluster=state.cluster, profiles=state.profiles, engine=engine, cache=None)
+        assert (cached.status, cached.body, cached.outcome) == (fresh.status, fresh.body, fresh.outcome)
+
+    @settings(max_examples=1500, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(review=reviews_with_an_odd_pod_field().map(orjson.loads) | mutated_reviews())
+    def test_a_pod_is_judged_the_same_through_its_decision_inputs(self, review: dict[str, Any]) -> None:
+        request = review.get("request")
+        pod = request.get("object") if isinstance(request, dict) else review
+        assert malformed(decision_inputs(pod)) == malformed(pod)

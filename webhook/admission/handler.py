@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import orjson
 
 from webhook.admission.cache import VerdictCache
 from webhook.admission.patchcheck import check_patch
-from webhook.admission.response import bad_request_body, review_answer
-from webhook.admission.review import BadRequest, Review, parse_review, pod_problem
+from webhook.admission.response import answer_with_tail, bad_request_body, review_answer
+from webhook.admission.review import BadRequest, Review, is_v1_pod, parse_review, pod_problem
 from webhook.admission.verdict import Outcome, Verdict, verdict
 from webhook.core.decision import Decision, Injection
 from webhook.core.inputs import decision_inputs
@@ -46,9 +45,12 @@ class ErrorReason(StrEnum):
     PATCH = "patch_does_not_apply"
 
 
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """What to send back and what to record about it (for logs and metrics; never object contents)."""
+class Answer(NamedTuple):
+    """What to send back and what to record about it (for logs and metrics; never object contents).
+
+    A NamedTuple rather than a frozen dataclass: as immutable, and built several times faster, which
+    shows on the admission path of a cached Pod.
+    """
 
     status: int
     body: bytes
@@ -58,6 +60,7 @@ class Answer:
     workload: str | None = None
     policy: str | None = None
     injections: tuple[Injection, ...] = ()
+    injection_counts: tuple[tuple[str, int], ...] = ()  # (field kind, count), see `Verdict`
     applied: bool = False  # injections took effect: enforce mode and not request.dryRun
     dry_run: bool = False  # request.dryRun
     error: ErrorReason | None = None
@@ -111,16 +114,16 @@ def _describe(exc: BaseException) -> str:
 
 
 def _answer(review: Review, found: Verdict) -> Answer:
-    body = review_answer(review.uid, patch=found.patch, warnings=found.warnings, audit=found.audit)
     return Answer(
         200,
-        body,
+        answer_with_tail(review.uid, found.tail),
         found.outcome,
         uid=review.uid,
         namespace=review.namespace,
         workload=found.workload,
         policy=found.policy,
         injections=found.injections,
+        injection_counts=found.injection_counts,
         applied=found.outcome is Outcome.PATCHED and not review.dry_run,
         dry_run=review.dry_run,
     )
@@ -144,16 +147,18 @@ def admit(
         return Answer(200, review_answer(review.uid), Outcome.IGNORED, uid=review.uid,
                       namespace=review.namespace or None, dry_run=review.dry_run)
     pod: Any = review.obj
+    inputs = decision_inputs(pod)
+    key = None
+    if cache is not None and is_v1_pod(pod):
+        key = cache.key(review.namespace, inputs, cluster=cluster, profiles=profiles)
+        cached = cache.get(key)
+        if cached is not None:
+            # A replica with these inputs was decided against these snapshots. Only valid Pods are
+            # cached, and the inputs hold every field `pod_problem` reads, so this Pod is valid too.
+            return _answer(review, cached)
     problem = pod_problem(pod, review.uid)
     if problem is not None:
         return _bad(problem)
-    inputs = decision_inputs(pod)
-    key = None
-    if cache is not None:
-        key = cache.key(review.namespace, inputs, cluster=cluster, profiles=profiles)
-        cached = cache.get(key)
-        if cached is not None:  # a replica with these inputs was decided against these snapshots
-            return _answer(review, cached)
     try:
         settings, decision = engine(inputs, namespace=review.namespace, cluster=cluster, profiles=profiles)
     except Exception as exc:

@@ -10,12 +10,34 @@ import orjson
 
 from webhook.admission.review import API_VERSION, KIND
 
-__all__ = ["bad_request_body", "encode_patch", "review_answer"]
+__all__ = ["answer_tail", "answer_with_tail", "bad_request_body", "encode_patch", "review_answer"]
 
 
 def encode_patch(ops: Sequence[Mapping[str, Any]]) -> str:
     """RFC 6902 operations as the base64 JSON array the API server expects in `response.patch`."""
     return base64.b64encode(orjson.dumps(list(ops))).decode("ascii")
+
+
+_HEAD = orjson.dumps({"apiVersion": API_VERSION, "kind": KIND, "response": {"uid": ""}})[:-4]
+
+
+def answer_tail(
+    *, patch: str | None = None, warnings: Sequence[str] = (), audit: Mapping[str, str] | None = None
+) -> bytes:
+    """Everything of an allowing answer after its uid, so replicas sharing a verdict only add their uid."""
+    response: dict[str, Any] = {"allowed": True}
+    if patch:
+        response["patchType"] = "JSONPatch"
+        response["patch"] = patch
+    if warnings:
+        response["warnings"] = list(warnings)
+    if audit:
+        response["auditAnnotations"] = audit
+    return b"," + orjson.dumps(response)[1:] + b"}"
+
+
+def answer_with_tail(uid: str, tail: bytes) -> bytes:
+    return _HEAD + orjson.dumps(uid) + tail
 
 
 def review_answer(
@@ -26,15 +48,7 @@ def review_answer(
     audit: Mapping[str, str] | None = None,
 ) -> bytes:
     """An allowing AdmissionReview answer (`patch` from `encode_patch`); pod-tailor never denies a Pod."""
-    response: dict[str, Any] = {"uid": uid, "allowed": True}
-    if patch:
-        response["patchType"] = "JSONPatch"
-        response["patch"] = patch
-    if warnings:
-        response["warnings"] = list(warnings)
-    if audit:
-        response["auditAnnotations"] = audit
-    return orjson.dumps({"apiVersion": API_VERSION, "kind": KIND, "response": response})
+    return answer_with_tail(uid, answer_tail(patch=patch, warnings=warnings, audit=audit))
 
 
 def bad_request_body(message: str, uid: str | None) -> bytes:

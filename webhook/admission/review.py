@@ -6,15 +6,14 @@ message a person can act on and, when it could be read, the request uid (so the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
 from webhook.core.pod import malformed
 
-__all__ = ["API_VERSION", "BadRequest", "Review", "parse_review", "pod_problem"]
+__all__ = ["API_VERSION", "BadRequest", "Review", "is_v1_pod", "parse_review", "pod_problem"]
 
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
@@ -28,9 +27,8 @@ class BadRequest:
     uid: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Review:
-    """The parts of `request` the webhook acts on.
+class Review(NamedTuple):
+    """The parts of `request` the webhook acts on (a NamedTuple: immutable and cheap to build).
 
     `obj` is `request.object`, validated as a Pod only when the review is a Pod CREATE (`is_pod_create`);
     for anything else it is whatever was sent (possibly None) and is never looked at.
@@ -58,23 +56,23 @@ def _show(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _string(request: Mapping[str, Any], key: str, uid: str | None) -> str | BadRequest:
-    value = request.get(key)
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        return BadRequest(f"request.{key} must be a string, got {type(value).__name__}", uid)
-    return value
+_STRINGS = ("operation", "subResource", "namespace", "name")
+
+
+def is_v1_pod(obj: Any) -> bool:
+    """An object whose kind and apiVersion, when given, are those of a v1 Pod."""
+    return isinstance(obj, dict) and obj.get("kind", "Pod") == "Pod" and obj.get("apiVersion", "v1") == "v1"
 
 
 def pod_problem(obj: Any, uid: str) -> BadRequest | None:
     """Why `request.object` of a Pod CREATE is not a Pod the engine can work on, or None.
 
-    The engine's own `malformed` check (metadata shapes included) decides beyond the kind.
+    The engine's own `malformed` check (metadata shapes included) decides beyond the kind; it reads
+    only fields that `decision_inputs` keeps, which lets the verdict cache skip it for a known Pod.
     """
     if not isinstance(obj, dict):
         return BadRequest("request.object must be a Pod object for a Pod CREATE", uid)
-    if obj.get("kind", "Pod") != "Pod" or obj.get("apiVersion", "v1") != "v1":
+    if not is_v1_pod(obj):
         return BadRequest(
             f"request.object is a {_show(obj.get('apiVersion'))}/{_show(obj.get('kind'))}, not a v1/Pod", uid
         )
@@ -111,30 +109,21 @@ def parse_review(body: bytes) -> Review | BadRequest:
     group = kind.get("group", "")
     if not isinstance(group, str):
         return BadRequest("request.kind.group must be a string", uid)
-    fields: dict[str, str] = {}
-    for key in ("operation", "subResource", "namespace", "name"):
-        value = _string(request, key, uid)
-        if isinstance(value, BadRequest):
-            return value
-        fields[key] = value
-    if not fields["operation"]:
+    get = request.get
+    fields = (get("operation"), get("subResource"), get("namespace"), get("name"))
+    for key, value in zip(_STRINGS, fields, strict=True):
+        if value is not None and not isinstance(value, str):
+            return BadRequest(f"request.{key} must be a string, got {type(value).__name__}", uid)
+    operation, sub_resource, namespace, name = [value or "" for value in fields]
+    if not operation:
         return BadRequest("request.operation is missing", uid)
     dry_run = request.get("dryRun", False)
     if dry_run is None:
         dry_run = False
     if not isinstance(dry_run, bool):
         return BadRequest("request.dryRun must be a boolean", uid)
-    review = Review(
-        uid=uid,
-        group=group,
-        kind=kind["kind"],
-        operation=fields["operation"],
-        sub_resource=fields["subResource"],
-        namespace=fields["namespace"],
-        name=fields["name"],
-        obj=request.get("object"),
-        dry_run=dry_run,
-    )
+    review = Review(uid, group, kind["kind"], operation, sub_resource, namespace, name, request.get("object"),
+                    dry_run)
     if review.is_pod_create and not review.namespace:
         return BadRequest("request.namespace is missing for a Pod CREATE", uid)
     return review

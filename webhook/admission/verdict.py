@@ -6,12 +6,13 @@ Pods with the same template (every replica of a ReplicaSet) can share one; see `
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from webhook.admission.budget import fit_audit, fit_warnings
-from webhook.admission.response import encode_patch
+from webhook.admission.response import answer_tail, encode_patch
 from webhook.core.decision import Decision, Injection
 from webhook.core.namespace import Mode, NamespaceSettings
 
@@ -39,6 +40,20 @@ class Verdict:
     injections: tuple[Injection, ...] = ()
     workload: str | None = None
     policy: str | None = None
+    # Derived once per verdict (a cached verdict answers every replica of a template):
+    injection_counts: tuple[tuple[str, int], ...] = field(init=False)  # (field kind, count), for metrics
+    tail: bytes = field(init=False)  # the answer after the uid; see `response.answer_with_tail`
+
+    def __post_init__(self) -> None:
+        counts = Counter(_field_kind(item.field) for item in self.injections)
+        object.__setattr__(self, "injection_counts", tuple(sorted(counts.items())))
+        tail = answer_tail(patch=self.patch, warnings=self.warnings, audit=self.audit)
+        object.__setattr__(self, "tail", tail)
+
+
+def _field_kind(name: str) -> str:
+    """Bounded metric label values: `requests.cpu`, `readinessProbe`, ... (no container names)."""
+    return name.split(" ", 1)[0][:64]
 
 
 def _would(decision: Decision) -> list[str]:

@@ -28,24 +28,39 @@ _CONTAINER = (
 
 
 def _pick(source: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
-    return {key: source[key] for key in keys if key in source}
+    # A plain loop: this runs for every container of every admission, and a comprehension costs a frame.
+    picked = {}
+    for key in keys:
+        if key in source:
+            picked[key] = source[key]
+    return picked
+
+
+def _pick_each(items: list[Any]) -> list[Any]:
+    """Each container projected; the list unchanged if any item is not an object."""
+    picked = []
+    for item in items:
+        if not isinstance(item, dict):
+            return items
+        picked.append(_pick(item, _CONTAINER))
+    return picked
 
 
 def decision_inputs(pod: Any) -> Any:
     """A copy-free projection of `pod` onto what the engine reads; odd shapes pass through unchanged."""
     if not isinstance(pod, dict):
         return pod
-    metadata, spec = pod.get("metadata"), pod.get("spec")
-    if not isinstance(spec, dict) or not isinstance(metadata, dict | None):
+    metadata, spec = pod.get("metadata", {}), pod.get("spec")
+    if not isinstance(spec, dict) or not isinstance(metadata, dict):
         return pod
     view: dict[str, Any] = {}
-    if metadata is not None:
+    if "metadata" in pod:
         view["metadata"] = _pick(metadata, _METADATA)
     projected = _pick(spec, _SPEC)
     for group in ("containers", "initContainers"):
         items = spec.get(group)
-        if isinstance(items, list) and all(isinstance(item, dict) for item in items):
-            projected[group] = [_pick(item, _CONTAINER) for item in items]
+        if isinstance(items, list):
+            projected[group] = _pick_each(items)
         elif group in spec:
             projected[group] = items
     view["spec"] = projected

@@ -19,7 +19,7 @@ from fastapi import FastAPI, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from webhook import __version__
-from webhook.admission import Answer, Engine, VerdictCache, admit, default_engine, too_large
+from webhook.admission import Answer, Engine, Outcome, VerdictCache, admit, default_engine, too_large
 from webhook.server.logs import RequestLog
 from webhook.server.metrics import Metrics
 from webhook.server.tls import CertificateReloader
@@ -52,20 +52,20 @@ _requests_log = RequestLog()
 
 
 def _log(answer: Answer, seconds: float) -> None:
+    failed = answer.status >= 500 or answer.outcome is Outcome.ERROR
     fields: dict[str, Any] = {
         "uid": answer.uid,
         "namespace": answer.namespace,
         "workload": answer.workload,
-        "outcome": answer.outcome.value,
+        "outcome": answer.outcome,  # a StrEnum: logged as its value
         "policy": answer.policy,
         "injected": len(answer.injections) or None,
         "dry_run": answer.dry_run or None,
-        "error": answer.error.value if answer.error else None,
+        "error": answer.error,
         "detail": answer.detail,
         "ms": round(seconds * 1000, 3),
     }
-    level = logging.WARNING if answer.status >= 500 or answer.outcome.value == "error" else logging.INFO
-    _requests_log.write(level, fields)
+    _requests_log.write(logging.WARNING if failed else logging.INFO, fields)
 
 
 async def _run_refresher(refresher: Refresher, state: State) -> None:

@@ -18,6 +18,9 @@ __all__ = ["JsonFormatter", "RequestLog", "configure_logging"]
 _STANDARD = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName", "color_message"}
 
 
+_MILLIS = tuple(f".{milli:03d}Z" for milli in range(1000))
+
+
 class JsonFormatter(logging.Formatter):
     def __init__(self) -> None:
         super().__init__()
@@ -25,10 +28,10 @@ class JsonFormatter(logging.Formatter):
         self._stamp = ""
 
     def time_of(self, created: float) -> str:
-        second = int(created)
+        second, milli = divmod(int(created * 1000), 1000)
         if second != self._second:  # one strftime per second, not per line
             self._second, self._stamp = second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-        return f"{self._stamp}.{int((created - second) * 1000):03d}Z"
+        return self._stamp + _MILLIS[milli]
 
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {
@@ -58,26 +61,37 @@ class RequestLog:
         self.logger = logging.getLogger(name)
 
     def write(self, level: int, fields: dict[str, Any]) -> None:
+        """Log `fields` (None values left out) as one line at `level`."""
         if not self.logger.isEnabledFor(level):
             return
         target = _direct
         if target is None:
-            self.logger.log(level, "admission", extra=fields)
+            self.logger.log(level, "admission", extra={k: v for k, v in fields.items() if v is not None})
             return
         formatter, handler = target
         entry: dict[str, Any] = {
             "time": formatter.time_of(time.time()),
-            "level": logging.getLevelName(level).lower(),
+            "level": _LEVELS.get(level) or logging.getLevelName(level).lower(),
             "logger": self.logger.name,
             "message": "admission",
         }
         for key, value in fields.items():
             if value is not None:
                 entry[key] = value
-        line = orjson.dumps(entry, default=str).decode() + "\n"
+        line = orjson.dumps(entry, default=str, option=orjson.OPT_APPEND_NEWLINE)
+        stream = handler.stream
+        raw = getattr(stream, "buffer", None)  # the bytes under a text stream: no decode and re-encode
         with handler.lock or _NO_LOCK:
-            handler.stream.write(line)
-            handler.stream.flush()
+            if raw is None:
+                stream.write(line.decode())
+                stream.flush()
+            else:
+                stream.flush()  # whatever others wrote through the text layer goes first
+                raw.write(line)
+                raw.flush()
+
+
+_LEVELS = {level: logging.getLevelName(level).lower() for level in (logging.INFO, logging.WARNING)}
 
 
 class _NoLock:
