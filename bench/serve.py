@@ -106,7 +106,8 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def started(name: str, tls: Tls, cpu: str) -> Iterator[int]:
+def started(name: str, tls: Tls, cpu: str) -> Iterator[tuple[int, int]]:
+    """Start one server pinned to `cpu`; yields (port, pid)."""
     port = free_port()
     if name.startswith("pod-tailor"):
         command = [sys.executable, "-m", "webhook.cli", "serve", "--host", HOST, "--port", str(port),
@@ -130,7 +131,7 @@ def started(name: str, tls: Tls, cpu: str) -> Iterator[int]:
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise SystemExit(f"{name} did not start")
                 time.sleep(0.1)
-        yield port
+        yield port, process.pid  # taskset execs the server: same pid
     finally:
         process.send_signal(signal.SIGTERM)
         try:
@@ -149,10 +150,22 @@ class Result:
     p50_ms: float
     p99_ms: float
     errors: int
+    cpu_seconds: float = 0.0  # CPU time the server process used during the run (user + system)
 
     @property
     def rate(self) -> float:
         return self.requests / self.seconds if self.seconds else 0.0
+
+    @property
+    def cpu_us(self) -> float:
+        """Server CPU microseconds per request: unlike req/s, not lowered by neighbours taking the core."""
+        return self.cpu_seconds / self.requests * 1e6 if self.requests else 0.0
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (/proc/PID/stat fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _ms(text: str) -> float:
@@ -160,12 +173,17 @@ def _ms(text: str) -> float:
     return float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}[unit]
 
 
-def run_wrk(port: int, *, seconds: int, connections: int, script: Path, bodies: Path, cpu: str) -> Result:
+def run_wrk(
+    server: tuple[int, int], *, seconds: int, connections: int, script: Path, bodies: Path, cpu: str
+) -> Result:
+    port, pid = server
     command = ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", str(script),
                f"https://{HOST}:{port}{PATH}", "--", str(bodies)]
     if shutil.which("taskset"):
         command = ["taskset", "-c", cpu, *command]
+    before = cpu_seconds(pid)
     output = subprocess.run(command, capture_output=True, text=True, check=True, timeout=seconds + 60).stdout
+    used = cpu_seconds(pid) - before
     total = int(re.search(r"(\d+) requests in ([\d.]+)(\w+)", output).group(1))  # type: ignore[union-attr]
     elapsed = _ms(re.search(r"requests in ([\d.]+\w+),", output).group(1)) / 1000  # type: ignore[union-attr]
     p50 = _ms(re.search(r"50%\s+([\d.]+\w+)", output).group(1))  # type: ignore[union-attr]
@@ -176,7 +194,7 @@ def run_wrk(port: int, *, seconds: int, connections: int, script: Path, bodies: 
         match = re.search(pattern, output)
         if match:
             errors += sum(int(g) for g in match.groups())
-    return Result(total, elapsed, p50, p99, errors)
+    return Result(total, elapsed, p50, p99, errors, used)
 
 
 # ---------------------------------------------------------------- asyncio client (open loop, burst)
@@ -394,16 +412,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         runs: dict[str, list[Result]] = {name: [] for name in names}
         steady_runs: dict[str, list[Result]] = {name: [] for name in names}
         with contextlib.ExitStack() as stack:
-            ports = {name: stack.enter_context(started(name, tls, server_cpu)) for name in names}
-            for port in ports.values():  # warm-up: imports, caches, TLS sessions
-                run_wrk(port, seconds=2, connections=args.connections, script=script, bodies=bodies,
+            servers = {name: stack.enter_context(started(name, tls, server_cpu)) for name in names}
+            for server in servers.values():  # warm-up: imports, caches, TLS sessions
+                run_wrk(server, seconds=2, connections=args.connections, script=script, bodies=bodies,
                         cpu=load_cpu)
             # Rounds alternate the servers, so a noisy neighbour hurts both alike; medians are reported.
             for _ in range(args.rounds):
-                for name, port in ports.items():
-                    runs[name].append(run_wrk(port, seconds=args.seconds, connections=args.connections,
+                for name, server in servers.items():
+                    runs[name].append(run_wrk(server, seconds=args.seconds, connections=args.connections,
                                               script=script, bodies=bodies, cpu=load_cpu))
-                for name, port in ports.items():
+                for name, (port, _) in servers.items():
                     steady_runs[name].append(_run(open_loop(
                         port, context, reviews, rate=args.rate, seconds=args.seconds, connections=64)))
         throughput = {name: _median(results, by="rate") for name, results in runs.items()}
@@ -417,6 +435,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         ratio = ratios[len(ratios) // 2]
         print(f"  ratio pod-tailor / null: {ratio:.2f} (median of rounds: "
               f"{', '.join(f'{r:.2f}' for r in ratios)})   (target >= 0.80)")
+        # Server CPU per request, from the same runs: the noise-free reading of the same ratio (a neighbour
+        # taking the server's core lowers req/s, not the CPU time each request costs).
+        cpu = {name: sorted(r.cpu_us for r in results)[len(results) // 2] for name, results in runs.items()}
+        print("  server CPU per request: " + ", ".join(f"{name} {us:.0f} us" for name, us in cpu.items())
+              + f"; ratio null / pod-tailor {cpu['null'] / cpu['pod-tailor']:.2f}")
         if UNCACHED in throughput:
             uncached = sorted(a.rate / b.rate for a, b in zip(runs[UNCACHED], runs["null"], strict=True))
             print(f"  ratio pod-tailor without its verdict cache / null: {uncached[len(uncached) // 2]:.2f}"
@@ -433,7 +456,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if any(r.errors for r in (*throughput.values(), *steady.values())):
             failures.append("errors during the throughput or fixed-rate runs")
         if args.burst:
-            with started("pod-tailor", tls, server_cpu) as port:
+            with started("pod-tailor", tls, server_cpu) as (port, _):
                 try:
                     result = _run(asyncio.wait_for(
                         burst(port, context, reviews, total=args.burst, connections=64), args.burst_timeout))

@@ -106,6 +106,7 @@ def create_app(
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            _requests_log.flush()
 
     app = FastAPI(title="pod-tailor", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   openapi_url=None)

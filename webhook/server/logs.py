@@ -5,6 +5,7 @@ Only names and outcomes are logged, never object contents (env values, tokens, a
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
 import time
@@ -53,12 +54,15 @@ class RequestLog:
 
     Once `configure_logging` has set up the JSON-lines handler, a line is written straight to its
     stream in the handler's format: building a LogRecord and passing it through the logging module
-    costs more than answering a cached admission. Until then (e.g. in tests) it goes through
-    `logging` like any other record, so handlers and capture fixtures see it.
+    costs more than answering a cached admission. The lines of one event-loop turn go out in one
+    write at the end of that turn (a busy webhook answers several requests per turn), so nothing is
+    held back longer than the turn. Until then (e.g. in tests) it goes through `logging` like any
+    other record, so handlers and capture fixtures see it.
     """
 
     def __init__(self, name: str = "pod_tailor.admission") -> None:
         self.logger = logging.getLogger(name)
+        self._pending: list[bytes] = []
 
     def write(self, level: int, fields: dict[str, Any]) -> None:
         """Log `fields` (None values left out) as one line at `level`."""
@@ -68,9 +72,8 @@ class RequestLog:
         if target is None:
             self.logger.log(level, "admission", extra={k: v for k, v in fields.items() if v is not None})
             return
-        formatter, handler = target
         entry: dict[str, Any] = {
-            "time": formatter.time_of(time.time()),
+            "time": target[0].time_of(time.time()),
             "level": _LEVELS.get(level) or logging.getLevelName(level).lower(),
             "logger": self.logger.name,
             "message": "admission",
@@ -78,16 +81,29 @@ class RequestLog:
         for key, value in fields.items():
             if value is not None:
                 entry[key] = value
-        line = orjson.dumps(entry, default=str, option=orjson.OPT_APPEND_NEWLINE)
+        self._pending.append(orjson.dumps(entry, default=str, option=orjson.OPT_APPEND_NEWLINE))
+        if len(self._pending) == 1:
+            try:
+                asyncio.get_running_loop().call_soon(self.flush)
+            except RuntimeError:  # not on an event loop: nothing to wait for
+                self.flush()
+
+    def flush(self) -> None:
+        """Write the pending lines with one write; also called at shutdown."""
+        lines, self._pending = self._pending, []
+        target = _direct
+        if not lines or target is None:
+            return
+        handler = target[1]
         stream = handler.stream
         raw = getattr(stream, "buffer", None)  # the bytes under a text stream: no decode and re-encode
         with handler.lock or _NO_LOCK:
             if raw is None:
-                stream.write(line.decode())
+                stream.write(b"".join(lines).decode())
                 stream.flush()
             else:
                 stream.flush()  # whatever others wrote through the text layer goes first
-                raw.write(line)
+                raw.write(b"".join(lines))
                 raw.flush()
 
 

@@ -1,0 +1,95 @@
+"""The admission log: one JSON line per request, written in one go per event-loop turn."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+from collections.abc import Iterator
+
+import orjson
+import pytest
+
+from webhook.server import logs
+from webhook.server.logs import RequestLog, configure_logging
+
+
+class CountingBytes(io.BytesIO):
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes = 0
+
+    def write(self, data: bytes) -> int:  # type: ignore[override]
+        self.writes += 1
+        return super().write(data)
+
+
+@pytest.fixture
+def stream() -> Iterator[CountingBytes]:
+    """JSON-lines logging to an in-memory stream; the process' logging set-up restored afterwards."""
+    root = logging.getLogger()
+    saved = (logs._direct, root.handlers[:], root.level)
+    raw = CountingBytes()
+    configure_logging("info", stream=io.TextIOWrapper(raw, write_through=True))
+    yield raw
+    logs._direct, root.handlers[:] = saved[0], saved[1]
+    root.setLevel(saved[2])
+    for name in ("pod_tailor", "webhook", "uvicorn"):
+        logging.getLogger(name).setLevel(logging.NOTSET)
+    logging.getLogger("uvicorn.access").disabled = False
+
+
+def lines(raw: CountingBytes) -> list[dict[str, object]]:
+    return [orjson.loads(line) for line in raw.getvalue().splitlines()]
+
+
+class TestBatching:
+    def test_the_lines_of_one_event_loop_turn_go_out_in_one_write_after_the_turn(
+        self, stream: CountingBytes
+    ) -> None:
+        log = RequestLog()
+
+        async def answer_three() -> tuple[int, int]:
+            for n in range(3):
+                log.write(logging.INFO, {"uid": f"u{n}", "outcome": "patched", "detail": None})
+            during = len(stream.getvalue())
+            await asyncio.sleep(0)  # the turn ends: the pending lines are written
+            return during, stream.writes
+
+        during, writes = asyncio.run(answer_three())
+        assert during == 0
+        assert writes == 1
+        assert [line["uid"] for line in lines(stream)] == ["u0", "u1", "u2"]
+
+    def test_without_an_event_loop_a_line_is_written_at_once(self, stream: CountingBytes) -> None:
+        RequestLog().write(logging.WARNING, {"uid": "u9", "error": "engine_fault"})
+        (line,) = lines(stream)
+        assert line["level"] == "warning"
+        assert line["error"] == "engine_fault"
+        assert line["message"] == "admission"
+
+    def test_none_values_are_left_out_and_levels_below_the_threshold_are_not_logged(
+        self, stream: CountingBytes
+    ) -> None:
+        log = RequestLog()
+        log.write(logging.DEBUG, {"uid": "quiet"})
+        log.write(logging.INFO, {"uid": "u1", "policy": None, "ms": 0.25})
+        (line,) = lines(stream)
+        assert "policy" not in line
+        assert line["ms"] == 0.25
+
+    def test_flush_writes_what_is_pending_when_the_loop_stops_first(self, stream: CountingBytes) -> None:
+        log = RequestLog()
+        loop = asyncio.new_event_loop()
+        try:
+            loop.run_until_complete(asyncio.sleep(0))
+
+            async def one_line() -> None:
+                log.write(logging.INFO, {"uid": "late"})
+
+            loop.run_until_complete(one_line())  # the loop stops before the scheduled write runs
+        finally:
+            loop.close()
+        assert stream.getvalue() == b""
+        log.flush()  # what the app's lifespan does on shutdown
+        assert [line["uid"] for line in lines(stream)] == ["late"]
