@@ -81,13 +81,14 @@ class TestBatching:
     def test_flush_writes_what_is_pending_when_the_loop_stops_first(self, stream: CountingBytes) -> None:
         log = RequestLog()
         loop = asyncio.new_event_loop()
+
+        def answer_and_stop() -> None:  # the loop stops before the write it scheduled can run
+            log.write(logging.INFO, {"uid": "late"})
+            loop.stop()
+
         try:
-            loop.run_until_complete(asyncio.sleep(0))
-
-            async def one_line() -> None:
-                log.write(logging.INFO, {"uid": "late"})
-
-            loop.run_until_complete(one_line())  # the loop stops before the scheduled write runs
+            loop.call_soon(answer_and_stop)
+            loop.run_forever()
         finally:
             loop.close()
         assert stream.getvalue() == b""
