@@ -23,13 +23,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import IO
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "profiles"))
 
-from promserver import PromServer, backfill
+from promserver import PromServer
 
 from webhook.core.profile import Evidence, Recommendation
 from webhook.core.snapshot import ProfileSnapshot
@@ -68,59 +69,119 @@ def _pods(
     return pods
 
 
-def _memory_lines(prefix: str, base: float, times: range) -> str:
+def _memory_value(base: float, t: int) -> int:
     """A working set slowly waving around `base` bytes."""
-    values = (int(base * (0.9 + 0.1 * math.sin(t / 13_751.0))) + t % 7919 * 64 for t in times)
-    return "".join(f"{prefix}{value} {t}\n" for value, t in zip(values, times, strict=True))
+    return int(base * (0.9 + 0.1 * math.sin(t / 13_751.0))) + t % 7919 * 64
 
 
-def generate(
-    out: IO[str], *, workloads: int, containers: int, replicas: int, days: int, step: int, end: int,
-    recorded: bool = False,
-) -> int:
-    """Write the OpenMetrics history; returns the number of samples."""
-    rng = random.Random(42)
-    start = end - days * DAY
-    families = ["container_cpu_usage_seconds_total", "container_memory_working_set_bytes",
-                "container_start_time_seconds"] + ([RECORDED] if recorded else [])
-    plan = []
-    for w in range(workloads):
-        namespace = f"team-{w % 40:02d}"
-        name = f"svc-{w:04d}"
-        level = 0.05 + 2.0 * rng.random() ** 2
-        memory = (64 + 2000 * rng.random() ** 2) * MIB
-        pods = _pods(rng, name, start=start, end=end, replicas=replicas, step=step)
-        plan.append((namespace, level, memory, pods))
+def _cores(level: float, t: int) -> float:
+    """A diurnal CPU usage with deterministic jitter."""
+    phase = math.sin(2 * math.pi * (t % DAY) / DAY)
+    jitter = 0.2 * ((t * 2654435761) % 997) / 997
+    return level * (1.0 + 0.4 * phase + jitter)
+
+
+@dataclass
+class History:
+    """The synthetic cluster: every Deployment's Pods with churn; CPU counters carried across chunks."""
+
+    plan: list[tuple[str, float, float, list[tuple[str, int, int]]]]
+    containers: int
+    step: int
+    families: list[str]
+    counters: dict[tuple[str, str], float] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, *, workloads: int, containers: int, replicas: int, start: int, end: int, step: int,
+              recorded: bool) -> History:
+        rng = random.Random(42)
+        plan = []
+        for w in range(workloads):
+            namespace = f"team-{w % 40:02d}"
+            name = f"svc-{w:04d}"
+            level = 0.05 + 2.0 * rng.random() ** 2
+            memory = (64 + 2000 * rng.random() ** 2) * MIB
+            pods = _pods(rng, name, start=start, end=end, replicas=replicas, step=step)
+            plan.append((namespace, level, memory, pods))
+        families = ["container_cpu_usage_seconds_total", "container_memory_working_set_bytes",
+                    "container_start_time_seconds"] + ([RECORDED] if recorded else [])
+        return cls(plan, containers, step, families)
+
+    def write(self, out: IO[str], *, lo: int, hi: int) -> int:
+        """Write the samples in [lo, hi) as one OpenMetrics file; returns how many.
+
+        Chunks must be written in time order: each counter continues where the previous chunk left it.
+        """
+        step, samples = self.step, 0
+        for family in self.families:
+            kind = "counter" if family.endswith("_total") else "gauge"
+            out.write(f"# TYPE {family.removesuffix('_total')} {kind}\n")
+            for namespace, level, memory, pods in self.plan:
+                for c in range(self.containers):
+                    container = ("app", "proxy", "log")[c % 3] + ("" if c < 3 else str(c))
+                    share = 1.0 if c == 0 else 0.2
+                    for pod, first, last in pods:
+                        begin = max(first, first + -(-(lo - first) // step) * step)
+                        times = range(begin, min(last, hi - 1) + 1, step)
+                        if not times:
+                            continue
+                        prefix = f'{family}{{namespace="{namespace}",pod="{pod}",container="{container}"}} '
+                        if family == "container_start_time_seconds":
+                            started = str(first - step // 2)
+                            out.write("".join(f"{prefix}{started} {t}\n" for t in times))
+                        elif family == "container_memory_working_set_bytes":
+                            base = memory * share
+                            out.write("".join(f"{prefix}{_memory_value(base, t)} {t}\n" for t in times))
+                        elif family == RECORDED:
+                            out.write("".join(f"{prefix}{_cores(level * share, t):.4f} {t}\n" for t in times))
+                        else:
+                            counter = self.counters.get((pod, container), 1000.0)
+                            parts = []
+                            for t in times:
+                                counter += _cores(level * share, t) * step
+                                parts.append(f"{prefix}{counter:.4f} {t}\n")
+                            self.counters[(pod, container)] = counter
+                            out.write("".join(parts))
+                        samples += len(times)
+        out.write("# EOF\n")
+        return samples
+
+
+def backfill_by_day(history: History, data: Path, *, start: int, end: int, parallel: int = 2) -> int:
+    """Write one OpenMetrics file per UTC day and turn each into a one-day block with promtool.
+
+    The text of 14 days at 1 minute is ~120 GiB, more than the disk holds, so days are written one at
+    a time while up to `parallel` promtool processes turn earlier days into blocks, each file deleted
+    once its block exists. Blocks of one day do not overlap, so Prometheus loads them as they are.
+    """
+    scratch = data.parent / "chunks"
+    scratch.mkdir(parents=True, exist_ok=True)
+    data.mkdir(parents=True, exist_ok=True)
+    running: list[tuple[subprocess.Popen[bytes], Path]] = []
+
+    def reap(keep: int) -> None:
+        while len(running) > keep:
+            for item in list(running):
+                if item[0].poll() is not None:
+                    if item[0].returncode != 0:
+                        raise SystemExit(f"promtool failed on {item[1]}")
+                    item[1].unlink()
+                    running.remove(item)
+            time.sleep(0.2)
+
     samples = 0
-    for family in families:
-        kind = "counter" if family.endswith("_total") else "gauge"
-        out.write(f"# TYPE {family.removesuffix('_total')} {kind}\n")
-        for namespace, level, memory, pods in plan:
-            for c in range(containers):
-                container = ("app", "proxy", "log")[c % 3] + ("" if c < 3 else str(c))
-                share = 1.0 if c == 0 else 0.2
-                for pod, first, last in pods:
-                    labels = f'{{namespace="{namespace}",pod="{pod}",container="{container}"}}'
-                    prefix = f"{family}{labels} "
-                    times = range(first, last + 1, step)
-                    if family == "container_start_time_seconds":
-                        begin = str(first - step // 2)
-                        out.write("".join(f"{prefix}{begin} {t}\n" for t in times))
-                    elif family == "container_memory_working_set_bytes":
-                        out.write(_memory_lines(prefix, memory * share, times))
-                    else:
-                        counter = 1000.0
-                        parts = []
-                        for t in times:
-                            phase = math.sin(2 * math.pi * (t % DAY) / DAY)
-                            jitter = 0.2 * ((t * 2654435761) % 997) / 997
-                            cores = level * share * (1.0 + 0.4 * phase + jitter)
-                            counter += cores * step
-                            value = cores if family == RECORDED else counter
-                            parts.append(f"{prefix}{value:.4f} {t}\n")
-                        out.write("".join(parts))
-                    samples += len(times)
-    out.write("# EOF\n")
+    for lo in range(start - start % DAY, end, DAY):
+        path = scratch / f"day-{lo}.om"
+        with path.open("w", buffering=1 << 22) as out:
+            samples += history.write(out, lo=max(lo, start), hi=min(lo + DAY, end + 1))
+        reap(parallel - 1)
+        command = ["promtool", "tsdb", "create-blocks-from", "openmetrics", "--max-block-duration=24h",
+                   str(path), str(data)]
+        quiet = subprocess.DEVNULL
+        running.append((subprocess.Popen(command, stdout=quiet, stderr=quiet), path))
+        print(f"  {time.strftime('%H:%M:%S')} day {time.strftime('%Y-%m-%d', time.gmtime(lo))}: "
+              f"{samples:,} samples so far", flush=True)
+    reap(0)
     return samples
 
 
@@ -178,6 +239,7 @@ def main() -> int:
     parser.add_argument("--resolution", type=int, default=300, help="seconds between samples [300]")
     parser.add_argument("--keep", type=Path, help="keep (or reuse) the backfilled data here")
     parser.add_argument("--skip-build", action="store_true", help="only the lookup measurement")
+    parser.add_argument("--prepare", action="store_true", help="only backfill the history into --keep")
     parser.add_argument("--slices", type=int, default=1, help="passed to profiles build --slices [1]")
     parser.add_argument(
         "--recorded", action="store_true",
@@ -190,22 +252,25 @@ def main() -> int:
     if not args.skip_build:
         root = args.keep or Path(tempfile.mkdtemp(prefix="pod-tailor-bench-"))
         data = root / "data"
-        end = (int(time.time()) // step) * step - step
         if not (data.exists() and any(data.iterdir())):
-            root.mkdir(parents=True, exist_ok=True)
-            source = root / "history.om"
+            end = (int(time.time()) // step) * step - step
+            start = end - args.days * DAY
             started = time.monotonic()
-            with source.open("w", buffering=1 << 22) as out:
-                samples = generate(out, workloads=args.workloads, containers=args.containers,
-                                   replicas=args.replicas, days=args.days, step=step, end=end,
-                                   recorded=args.recorded)
-            size = source.stat().st_size / 2**30
-            took = time.monotonic() - started
-            print(f"generated {samples:,} samples ({size:.1f} GiB OpenMetrics) in {took:.0f}s")
-            seconds = backfill(source, data)
-            source.unlink()
-            print(f"backfilled with promtool in {seconds:.0f}s")
-        with PromServer(data) as server:
+            history = History.build(workloads=args.workloads, containers=args.containers,
+                                    replicas=args.replicas, start=start, end=end, step=step,
+                                    recorded=args.recorded)
+            samples = backfill_by_day(history, data, start=start, end=end)
+            (root / "end").write_text(str(end))
+            print(f"generated and backfilled {samples:,} samples in {time.monotonic() - started:.0f}s "
+                  "(one-day blocks, promtool)")
+            if args.prepare:
+                return 0
+        else:
+            age = (time.time() - float((root / "end").read_text())) / 3600
+            print(f"reusing the history in {data}, which ends {age:.1f} h ago")
+        # No compaction of the one-day blocks during the build (a Prometheus with the default 15-day
+        # retention keeps blocks of at most 36 h anyway).
+        with PromServer(data, extra_args=("--storage.tsdb.max-block-duration=1d",)) as server:
             assert server.process is not None
             store = root / "profiles.json"
             env = dict(os.environ, POD_TAILOR_PROFILES=str(store))

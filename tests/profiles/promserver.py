@@ -57,8 +57,11 @@ def backfill(openmetrics: Path, data_dir: Path) -> float:
 
 
 class PromServer:
-    def __init__(self, data_dir: Path, *, max_samples: int | None = None) -> None:
+    def __init__(
+        self, data_dir: Path, *, max_samples: int | None = None, extra_args: tuple[str, ...] = ()
+    ) -> None:
         self.data_dir = data_dir
+        self.extra_args = extra_args
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.max_samples = max_samples
@@ -79,6 +82,7 @@ class PromServer:
         ]
         if self.max_samples:
             args.append(f"--query.max-samples={self.max_samples}")
+        args += self.extra_args
         with self.log.open("wb") as log:
             self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
