@@ -417,8 +417,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 run_wrk(server, seconds=2, connections=args.connections, script=script, bodies=bodies,
                         cpu=load_cpu)
             # Rounds alternate the servers, so a noisy neighbour hurts both alike; medians are reported.
-            for _ in range(args.rounds):
-                for name, server in servers.items():
+            for round_ in range(args.rounds):
+                # ABBA: every other round starts with the other server, so drift hurts both alike.
+                order = list(servers.items()) if round_ % 2 == 0 else list(reversed(servers.items()))
+                for name, server in order:
                     runs[name].append(run_wrk(server, seconds=args.seconds, connections=args.connections,
                                               script=script, bodies=bodies, cpu=load_cpu))
                 for name, (port, _) in servers.items():

@@ -34,7 +34,7 @@ _JSON = "application/json"
 
 async def _read_limited(request: Request, limit: int) -> bytes | None:
     """The body, or None as soon as it is known to exceed `limit` (without reading the rest)."""
-    declared = request.headers.get("content-length")
+    declared = next((value for name, value in request.scope["headers"] if name == b"content-length"), None)
     if declared is not None and declared.isdigit():
         # The HTTP parser stops at the declared length, so a declared body is safe to read whole.
         return None if int(declared) > limit else await request.body()
