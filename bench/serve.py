@@ -23,6 +23,7 @@ import re
 import shutil
 import signal
 import ssl
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -434,17 +435,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(_row(name, result))
         # Each round's two runs are seconds apart, so their ratio is the least disturbed by neighbours.
         ratios = sorted(a.rate / b.rate for a, b in zip(runs["pod-tailor"], runs["null"], strict=True))
-        ratio = ratios[len(ratios) // 2]
+        ratio = statistics.median(ratios)
         print(f"  ratio pod-tailor / null: {ratio:.2f} (median of rounds: "
               f"{', '.join(f'{r:.2f}' for r in ratios)})   (target >= 0.80)")
         # Server CPU per request, from the same runs: the noise-free reading of the same ratio (a neighbour
         # taking the server's core lowers req/s, not the CPU time each request costs).
-        cpu = {name: sorted(r.cpu_us for r in results)[len(results) // 2] for name, results in runs.items()}
+        cpu = {name: statistics.median(r.cpu_us for r in results) for name, results in runs.items()}
+        pairs = zip(runs["pod-tailor"], runs["null"], strict=True)
+        cpu_ratios = sorted(null.cpu_us / ours.cpu_us for ours, null in pairs)
         print("  server CPU per request: " + ", ".join(f"{name} {us:.0f} us" for name, us in cpu.items())
-              + f"; ratio null / pod-tailor {cpu['null'] / cpu['pod-tailor']:.2f}")
+              + f"; ratio null / pod-tailor {statistics.median(cpu_ratios):.2f} (rounds: "
+              + ", ".join(f"{r:.2f}" for r in cpu_ratios) + ")")
         if UNCACHED in throughput:
             uncached = sorted(a.rate / b.rate for a, b in zip(runs[UNCACHED], runs["null"], strict=True))
-            print(f"  ratio pod-tailor without its verdict cache / null: {uncached[len(uncached) // 2]:.2f}"
+            print(f"  ratio pod-tailor without its verdict cache / null: {statistics.median(uncached):.2f}"
                   "   (informational: every Pod decided afresh)")
         print(f"\nfixed rate {args.rate:.0f} req/s (open loop, latency from the scheduled send time):")
         for name, result in steady.items():
