@@ -1,6 +1,6 @@
 """Benchmark: pod-tailor over TLS against a null webhook on the same stack, under the same load.
 
-    .venv/bin/python bench/serve.py [--seconds 10] [--connections 32] [--rate 1000] [--burst 50000]
+    .venv/bin/python bench/serve.py [--rounds 15] [--seconds 3] [--rate 1000] [--burst 50000] [--uncached]
 
 For each server (the real `pod-tailor serve`, then a FastAPI+uvicorn+TLS app that answers
 `allowed: true` without looking at the Pod), one at a time, pinned to CPU 0 with the load on CPU 1:
@@ -371,9 +371,13 @@ def replicas(reviews: Sequence[bytes], *, count: int, seed: int = 7) -> list[byt
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=int, default=6, help="duration of each throughput and rate run")
+    parser.add_argument("--seconds", type=int, default=3, help="duration of each throughput run")
+    parser.add_argument("--rate-seconds", type=int, default=6, help="duration of each fixed-rate run")
+    parser.add_argument("--rate-rounds", type=int, default=3, help="fixed-rate runs per server")
     parser.add_argument("--connections", type=int, default=32, help="wrk connections")
-    parser.add_argument("--rounds", type=int, default=5, help="alternating rounds; medians are reported")
+    parser.add_argument("--rounds", type=int, default=15,
+                        help="alternating throughput rounds; medians are reported (many short rounds: the"
+                        " VM's speed drifts by tens of percent within a minute)")
     parser.add_argument("--rate", type=float, default=1000.0, help="fixed request rate for the p99 run")
     parser.add_argument("--uncached", action="store_true",
                         help="also measure pod-tailor with its verdict cache off (every Pod decided afresh)")
@@ -424,12 +428,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for name, server in order:
                     runs[name].append(run_wrk(server, seconds=args.seconds, connections=args.connections,
                                               script=script, bodies=bodies, cpu=load_cpu))
+            for _ in range(args.rate_rounds):
                 for name, (port, _) in servers.items():
                     steady_runs[name].append(_run(open_loop(
-                        port, context, reviews, rate=args.rate, seconds=args.seconds, connections=64)))
+                        port, context, reviews, rate=args.rate, seconds=args.rate_seconds, connections=64)))
         throughput = {name: _median(results, by="rate") for name, results in runs.items()}
         steady = {name: _median(results, by="p99_ms") for name, results in steady_runs.items()}
-        print(f"(medians of {args.rounds} alternating rounds)")
+        print(f"(medians of {args.rounds} alternating throughput rounds, "
+              f"{args.rate_rounds} fixed-rate rounds)")
         print(f"\nthroughput (wrk, 1 thread, {args.connections} connections, {args.seconds} s):")
         for name, result in throughput.items():
             print(_row(name, result))
