@@ -155,6 +155,20 @@ def test_a_build_takes_a_handful_of_queries_whatever_the_number_of_pods(built: B
     assert built.queries <= 9
 
 
+def assert_agrees(found: BuildResult, expected: BuildResult, *, hours_within: float | None = None) -> None:
+    """The same kind of profile everywhere: memory exact, CPU within 3 % + one rounding step."""
+    for key, entry in expected.document.workloads.items():
+        for container, profile in entry.containers.items():
+            other = found.document.workloads[key].containers[container]
+            assert type(other) is type(profile)
+            if isinstance(profile, Recommendation):
+                assert isinstance(other, Recommendation)
+                assert other.memory == profile.memory
+                assert abs(other.cpu - profile.cpu) <= profile.cpu * Decimal("0.03") + CPU_STEP, key
+                if hours_within is not None:
+                    assert abs(other.evidence.hours - profile.evidence.hours) < hours_within, key
+
+
 def test_a_build_that_hits_max_samples_splits_the_window_and_agrees(
     history: History, built: BuildResult, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -170,14 +184,7 @@ def test_a_build_that_hits_max_samples_splits_the_window_and_agrees(
         split = build_profiles(prom, test_settings(namespaces=("shop",)), end=scenarios.END)
         prom.close()
     assert split.queries > built.queries
-    for key, entry in built.document.workloads.items():
-        for container, profile in entry.containers.items():
-            other = split.document.workloads[key].containers[container]
-            assert type(other) is type(profile)
-            if isinstance(profile, Recommendation):
-                assert isinstance(other, Recommendation)
-                assert other.memory == profile.memory
-                assert abs(other.cpu - profile.cpu) <= profile.cpu * Decimal("0.03") + CPU_STEP, key
+    assert_agrees(split, built)
 
 
 def test_a_recorded_cpu_rate_gives_the_same_profiles_as_the_counter(
@@ -202,12 +209,4 @@ def test_a_build_cut_into_slices_from_the_start_agrees(history: History, built: 
     sliced = build_profiles(prom, test_settings(namespaces=("shop",), slices=3), end=scenarios.END)
     prom.close()
     assert sliced.queries == built.queries + 4  # two more slices of the two big queries
-    for key, entry in built.document.workloads.items():
-        for container, profile in entry.containers.items():
-            other = sliced.document.workloads[key].containers[container]
-            assert type(other) is type(profile)
-            if isinstance(profile, Recommendation):
-                assert isinstance(other, Recommendation)
-                assert other.memory == profile.memory
-                assert abs(other.cpu - profile.cpu) <= profile.cpu * Decimal("0.03") + CPU_STEP, key
-                assert abs(other.evidence.hours - profile.evidence.hours) < 0.2, key
+    assert_agrees(sliced, built, hours_within=0.2)
