@@ -244,7 +244,7 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, help="keep (or reuse) the backfilled data here")
     parser.add_argument("--skip-build", action="store_true", help="only the lookup measurement")
     parser.add_argument("--prepare", action="store_true", help="only backfill the history into --keep")
-    parser.add_argument("--slices", type=int, default=1, help="passed to profiles build --slices [1]")
+    parser.add_argument("--slices", type=int, default=0, help="passed to profiles build --slices [0: auto]")
     parser.add_argument(
         "--recorded", action="store_true",
         help="also backfill kube-prometheus' recorded CPU rate and build with --cpu-rate-metric",
@@ -280,7 +280,7 @@ def main() -> int:
             env = dict(os.environ, POD_TAILOR_PROFILES=str(store))
             command = [sys.executable, "-m", "webhook.cli", "profiles", "build", "--prometheus", server.url,
                        "--window", f"{args.days}d", "--step", f"{step}s", "--rate-window", f"{2 * step}s",
-                       "--startup-window", str(max(300, 4 * step))]
+                       "--startup-window", str(max(300, 4 * step)), "--end", (root / "end").read_text()]
             if args.recorded:
                 command += ["--cpu-rate-metric", RECORDED]
             command += ["--slices", str(args.slices)]

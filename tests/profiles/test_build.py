@@ -17,7 +17,7 @@ from synthetic import MIB, RECORDED_CPU, quantile
 
 from webhook.core.profile import NoRecommendation, Recommendation
 from webhook.core.workload import WorkloadKey
-from webhook.profiles.build import BuildResult, build_profiles
+from webhook.profiles.build import BuildResult, auto_slices, build_profiles
 from webhook.profiles.prometheus import Prometheus
 
 CPU_STEP = Decimal("0.005")
@@ -210,3 +210,20 @@ def test_a_build_cut_into_slices_from_the_start_agrees(history: History, built: 
     prom.close()
     assert sliced.queries == built.queries + 4  # two more slices of the two big queries
     assert_agrees(sliced, built, hours_within=0.2)
+
+
+@pytest.mark.parametrize(
+    ("series", "interval", "expected"),
+    [
+        (18_000, 60.0, 10),  # the 1-minute benchmark: 18,000 live series, 363 M samples a pass
+        (18_000, 300.0, 2),
+        (1_000, 60.0, 1),  # a small cluster: one query for the whole window
+        (0, 60.0, 1),  # nothing live: nothing to size by
+        (10_000_000, 15.0, 336),  # at most one slice per hour of the window
+    ],
+)
+def test_the_big_passes_are_cut_to_stay_under_the_sample_budget(
+    series: int, interval: float, expected: int
+) -> None:
+    assert auto_slices(series=series, window=14 * 86_400, interval=interval,
+                       samples_per_query=40_000_000) == expected

@@ -10,6 +10,7 @@ again, so a large cluster costs a few more queries, never one per Pod.
 from __future__ import annotations
 
 import itertools
+import math
 import sys
 import time
 from collections import defaultdict
@@ -56,7 +57,9 @@ class BuildSettings:
     concurrency: int = 4  # queries in flight at once (Prometheus evaluates them on separate cores)
     # The big passes start cut into this many time slices (more are cut when Prometheus refuses one
     # for --query.max-samples or --query.timeout; starting small saves the refused attempt).
-    slices: int = 1
+    # 0: as many as keep each query under `samples_per_query`, estimated from the live series.
+    slices: int = 0
+    samples_per_query: int = 40_000_000  # Prometheus' --query.max-samples is 50 M by default
     namespaces: tuple[str, ...] = ()  # empty: every namespace
     # Series with fewer samples than this (short-lived Pods: Jobs, churn) are fetched whole, so their
     # share of the pooled percentile is exact rather than interpolated between a few quantiles.
@@ -91,6 +94,7 @@ class _Collector:
         self.step = queries.duration(settings.step)
         self.rate = queries.duration(settings.rate_window)
         self.ns: Sequence[str] = settings.namespaces
+        self.slices = max(1, settings.slices)
         self._ids: dict[tuple[str | None, str | None, str | None], _SeriesId] = {}
 
     def compact(self, bounds: _Slice, samples: list[Sample]) -> list[_Value]:
@@ -118,7 +122,7 @@ class _Collector:
         many samples, timeout), that slice is halved for all of them, so the answers join slice by
         slice.
         """
-        pending = _cut(self.end - self.window, self.end, pieces=self.settings.slices, step=self.step)
+        pending = _cut(self.end - self.window, self.end, pieces=self.slices, step=self.step)
         out: dict[str, list[_Value]] = {name: [] for name in makers}
         done = 0
         while pending:
@@ -152,6 +156,18 @@ class _Collector:
         for name, items in out.items():
             self.progress(f"  {name}: {len(items)} series values from {done} slice(s)")
         return out
+
+
+def auto_slices(*, series: float, window: int, interval: float, samples_per_query: int) -> int:
+    """Slices that keep one pass over `series` live series under `samples_per_query` samples.
+
+    Churn replaces Pods rather than adding to them, so the live series times the samples each takes
+    in the window is the pass' size. At most one slice per hour.
+    """
+    if series <= 0 or interval <= 0:
+        return 1
+    samples = series * window / interval
+    return max(1, min(math.ceil(samples / samples_per_query), window // 3600 or 1))
 
 
 def _cut(lo: float, hi: float, *, pieces: int, step: int) -> list[tuple[float, float]]:
@@ -333,7 +349,15 @@ def build_profiles(
         owners_f = pool.submit(prom.instant, queries.owners_query(ns, span=window), at=end)
         oom_f = pool.submit(prom.instant, queries.oom_kills(ns, span=window), at=end)
         requests_f = pool.submit(prom.instant, queries.requests_query(ns, span=window), at=end)
-        interval_f = pool.submit(prom.instant, queries.scrape_interval(ns), at=end)
+        # The scrape interval and the live series size the big passes: asked first, it is one small query.
+        sizes = {s.labels.get("stat"): s.value for s in prom.instant(queries.scrape_interval(ns), at=end)}
+        per_hour, live = sizes.get("per_hour", 0.0), sizes.get("series", 0.0)
+        interval = 3600 / per_hour if per_hour > 0 else float(collector.step)
+        if not settings.slices:
+            collector.slices = auto_slices(series=live, window=window, interval=interval,
+                                           samples_per_query=settings.samples_per_query)
+            progress(f"  {live:.0f} live series every {interval:g}s: the big passes in "
+                     f"{collector.slices} slice(s)")
         answers = collector.sliced(
             pool,
             {
@@ -350,8 +374,6 @@ def build_profiles(
         )
         owners = Owners.from_samples(owners_f.result())
         progress(f"  owners: {len(owners.pods)} pods known to kube-state-metrics")
-        per_hour = [s.value for s in interval_f.result() if s.value > 0]
-        interval = 3600 / per_hour[0] if per_hour else float(collector.step)
         seen = _seen_without_start(prom, settings, answers["memory"], end=end)
         stats = _slice_stats(answers["memory"], answers["cpu"], interval=interval, seen=seen)
         _fetch_short_series(prom, settings, stats, end=end)

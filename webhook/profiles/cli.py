@@ -95,8 +95,14 @@ def _build_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per Prometheus query [120]")
     parser.add_argument(
-        "--slices", type=int, default=1,
-        help="start the big queries cut into this many time slices (large clusters) [1]",
+        "--slices", type=int, default=0,
+        help="start the big queries cut into this many time slices [0: as many as keep each under"
+        " --samples-per-query, from the live series and the scrape interval]",
+    )
+    parser.add_argument(
+        "--samples-per-query", type=int, default=defaults.samples_per_query,
+        help=f"sample budget of one big query (Prometheus' --query.max-samples is 50 M by default)"
+        f" [{defaults.samples_per_query}]",
     )
     parser.add_argument(
         "--allow-partial", action="store_true",
@@ -113,6 +119,9 @@ def register(subparsers: Any) -> None:
     sub = profiles.add_subparsers(dest="profiles_command", required=True, metavar="ACTION")
     build = sub.add_parser("build", help="read Prometheus history and write the profile store")
     _build_options(build)
+    build.add_argument(
+        "--end", type=float, help="unix time the window ends at, for a build as of then (default: now)"
+    )
     _store_options(build)
     build.set_defaults(func=_build_main)
     show = sub.add_parser("show", help="print the stored profiles")
@@ -169,7 +178,8 @@ def _settings_from(args: argparse.Namespace) -> BuildSettings:
         rate_window=args.rate_window,
         namespaces=tuple(args.namespace),
         cpu_rate_metric=args.cpu_rate_metric or None,
-        slices=max(1, args.slices),
+        slices=max(0, args.slices),
+        samples_per_query=args.samples_per_query,
         startup_lookback=args.startup_lookback,
         strategy=strategy,
     )
@@ -192,7 +202,8 @@ def build_once(args: argparse.Namespace, store: ProfileStore) -> BuildResult:
     settings = _settings_from(args)
     prom = Prometheus(args.prometheus, timeout=args.timeout)
     try:
-        result = build_profiles(prom, settings, progress=_progress(args.quiet))
+        end = getattr(args, "end", None)  # only `profiles build` has --end; the recommender reads up to now
+        result = build_profiles(prom, settings, end=end, progress=_progress(args.quiet))
     finally:
         prom.close()
     for warning in dict.fromkeys(result.warnings):  # the same warning comes once per query

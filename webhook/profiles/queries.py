@@ -156,8 +156,12 @@ def coverage(namespaces: Sequence[str], *, span: int, coverage_step: int) -> str
 
 
 def scrape_interval(namespaces: Sequence[str]) -> str:
-    """Median samples per hour of the live memory series: 3600 / this is the scrape interval."""
-    return f"quantile(0.5, count_over_time({selector(MEMORY_METRIC, namespaces)}[1h]))"
+    """Over the last hour: median samples per live memory series (`stat="per_hour"`: 3600 / this is the
+    scrape interval) and how many series there are (`stat="series"`): what sizes the big queries."""
+    per_series = f"count_over_time({selector(MEMORY_METRIC, namespaces)}[1h])"
+    return _union(
+        [stat_label(f"quantile(0.5, {per_series})", "per_hour"), stat_label(f"count({per_series})", "series")]
+    )
 
 
 def startup_cpu(
