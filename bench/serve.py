@@ -159,7 +159,7 @@ class Result:
 
     @property
     def cpu_us(self) -> float:
-        """Server CPU microseconds per request: unlike req/s, not lowered by neighbours taking the core."""
+        """Server CPU microseconds per request (on this VM it drifts with the host as much as req/s)."""
         return self.cpu_seconds / self.requests * 1e6 if self.requests else 0.0
 
 
@@ -444,8 +444,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         ratio = statistics.median(ratios)
         print(f"  ratio pod-tailor / null: {ratio:.2f} (median of rounds: "
               f"{', '.join(f'{r:.2f}' for r in ratios)})   (target >= 0.80)")
-        # Server CPU per request, from the same runs: the noise-free reading of the same ratio (a neighbour
-        # taking the server's core lowers req/s, not the CPU time each request costs).
+        # Server CPU per request, from the same runs: a second reading of the ratio that a neighbour
+        # merely taking turns on the server's core would not lower (a slower host still does).
         cpu = {name: statistics.median(r.cpu_us for r in results) for name, results in runs.items()}
         pairs = zip(runs["pod-tailor"], runs["null"], strict=True)
         cpu_ratios = sorted(null.cpu_us / ours.cpu_us for ours, null in pairs)
