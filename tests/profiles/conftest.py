@@ -45,6 +45,15 @@ def test_settings(**overrides: object) -> BuildSettings:
 test_settings.__test__ = False  # type: ignore[attr-defined]
 
 
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """`profiles build` keeps its checkpoint under $XDG_CACHE_HOME: a fresh one per test, never ~/.cache."""
+    cache = tmp_path_factory.mktemp("xdg-cache")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    monkeypatch.delenv("POD_TAILOR_CHECKPOINT", raising=False)
+    return cache
+
+
 @pytest.fixture(scope="session")
 def history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[History]:
     root = tmp_path_factory.mktemp("prometheus")

@@ -12,6 +12,7 @@ from decimal import Decimal
 
 import pytest
 import scenarios
+from agreement import CPU_STEP, assert_agrees
 from conftest import History, test_settings
 from synthetic import MIB, RECORDED_CPU, quantile
 
@@ -19,8 +20,6 @@ from webhook.core.profile import NoRecommendation, Recommendation
 from webhook.core.workload import WorkloadKey
 from webhook.profiles.build import BuildResult, auto_slices, build_profiles
 from webhook.profiles.prometheus import Prometheus
-
-CPU_STEP = Decimal("0.005")
 
 
 def _profile(built: BuildResult, kind: str, name: str, container: str = "app") -> Recommendation:
@@ -153,20 +152,6 @@ def test_a_build_takes_a_handful_of_queries_whatever_the_number_of_pods(built: B
     pods = 2 + 2 + 3 + 14 + 1 + 2 + 1 + 44 + 2 + 14
     assert built.series > pods
     assert built.queries <= 9
-
-
-def assert_agrees(found: BuildResult, expected: BuildResult, *, hours_within: float | None = None) -> None:
-    """The same kind of profile everywhere: memory exact, CPU within 3 % + one rounding step."""
-    for key, entry in expected.document.workloads.items():
-        for container, profile in entry.containers.items():
-            other = found.document.workloads[key].containers[container]
-            assert type(other) is type(profile)
-            if isinstance(profile, Recommendation):
-                assert isinstance(other, Recommendation)
-                assert other.memory == profile.memory
-                assert abs(other.cpu - profile.cpu) <= profile.cpu * Decimal("0.03") + CPU_STEP, key
-                if hours_within is not None:
-                    assert abs(other.evidence.hours - profile.evidence.hours) < hours_within, key
 
 
 def test_a_build_that_hits_max_samples_splits_the_window_and_agrees(

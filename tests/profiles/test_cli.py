@@ -32,7 +32,7 @@ def test_build_reports_progress_and_what_it_wrote(
     assert main([*BUILD, "--prometheus", history.prometheus.url]) == 0
     out, err = capsys.readouterr()
     assert "reading 14d of history" in err
-    assert "memory:" in err
+    assert "series values from" in err
     assert "wrote 10 workloads (" in out
     assert "Prometheus queries" in out
     assert (tmp_path / "shared.json").is_file()

@@ -9,30 +9,39 @@ again, so a large cluster costs a few more queries, never one per Pod.
 
 from __future__ import annotations
 
-import itertools
-import math
-import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from decimal import Decimal
 
 from webhook.core.profile import ContainerProfile
 from webhook.core.workload import WorkloadKey
 from webhook.profiles import queries
+from webhook.profiles.checkpoint import Checkpoint, checkpoint_key
 from webhook.profiles.identity import Owners
 from webhook.profiles.prometheus import Prometheus, Sample, TooManySamplesError
+from webhook.profiles.slices import (
+    DAY,
+    SeriesId,
+    SliceRecord,
+    aligned_cut,
+    auto_slices,
+    even_cut,
+    per_day,
+    records,
+    series_id,
+    series_stats,
+    without_start,
+)
 from webhook.profiles.store import ProfileDocument, WorkloadEntry
 from webhook.profiles.strategy import ContainerHistory, SeriesStats, StrategySettings, recommend
 
-__all__ = ["BuildResult", "BuildSettings", "build_profiles"]
+__all__ = ["BuildResult", "BuildSettings", "auto_slices", "build_profiles"]
 
 Progress = Callable[[str], None]
-_SeriesId = tuple[str, str, str]  # namespace, pod, container
-_Slice = tuple[float, float]  # (start, end) of a time slice
-_Value = tuple[_Slice, _SeriesId, str, float]  # one answer: slice, series, stat, value
+_Bounds = tuple[float, float]
 _MIN_SLICE = 3600
 _HEARTBEAT = 15.0  # seconds between "still reading" lines during the long queries
 
@@ -58,6 +67,7 @@ class BuildSettings:
     # The big passes start cut into this many time slices (more are cut when Prometheus refuses one
     # for --query.max-samples or --query.timeout; starting small saves the refused attempt).
     # 0: as many as keep each query under `samples_per_query`, estimated from the live series.
+    # With a checkpoint the cut is on whole days (or divisors of a day) of UTC time instead.
     slices: int = 0
     samples_per_query: int = 40_000_000  # Prometheus' --query.max-samples is 50 M by default
     namespaces: tuple[str, ...] = ()  # empty: every namespace
@@ -73,6 +83,12 @@ class BuildSettings:
         if queries.duration(self.step) > queries.duration(self.window):
             raise ValueError(f"step {self.step} is longer than the window {self.window}")
 
+    def checkpoint_key(self, url: str) -> str:
+        """What the slice records of a build with these settings depend on (see `checkpoint`)."""
+        return checkpoint_key(url, namespaces=self.namespaces, resolution=(self.step, self.rate_window),
+                              cpu_metric=self.cpu_rate_metric or queries.CPU_METRIC,
+                              quantiles=self.strategy.quantile_grid())
+
 
 @dataclass(frozen=True, slots=True)
 class BuildResult:
@@ -81,6 +97,7 @@ class BuildResult:
     seconds: float
     warnings: tuple[str, ...]
     series: int
+    reused_slices: int = 0  # slices taken from the checkpoint instead of Prometheus
 
 
 def _noop(_: str) -> None:
@@ -88,163 +105,95 @@ def _noop(_: str) -> None:
 
 
 class _Collector:
-    def __init__(self, prom: Prometheus, settings: BuildSettings, *, end: float, progress: Progress) -> None:
+    """The two big passes, slice by slice: asked a slice or two ahead, reduced as they arrive."""
+
+    def __init__(
+        self, prom: Prometheus, settings: BuildSettings, *, end: float, progress: Progress,
+        checkpoint: Checkpoint | None,
+    ) -> None:
         self.prom, self.settings, self.end, self.progress = prom, settings, end, progress
         self.window = queries.duration(settings.window)
         self.step = queries.duration(settings.step)
         self.rate = queries.duration(settings.rate_window)
         self.ns: Sequence[str] = settings.namespaces
         self.slices = max(1, settings.slices)
-        self._ids: dict[tuple[str | None, str | None, str | None], _SeriesId] = {}
+        self.checkpoint = checkpoint
+        self._ids: dict[SeriesId, SeriesId] = {}
 
-    def compact(self, bounds: _Slice, samples: list[Sample]) -> list[_Value]:
-        """Samples as small tuples sharing one id per series: a large build holds a million of them."""
-        out: list[_Value] = []
-        ids = self._ids
-        for sample in samples:
-            labels = sample.labels
-            key = (labels.get("namespace"), labels.get("pod"), labels.get("container"))
-            sid = ids.get(key)
-            if sid is None:
-                found = _series_id(dict(labels))
-                if found is None:
-                    continue
-                sid = ids.setdefault(key, tuple(sys.intern(part) for part in found))  # type: ignore[arg-type]
-            out.append((bounds, sid, sys.intern(labels.get("stat", "")), sample.value))
-        return out
+    def _submit(self, pool: ThreadPoolExecutor, bounds: _Bounds) -> dict[str, Future[list[Sample]]]:
+        lo, hi = bounds
+        span = round(hi - lo)
+        cpu = queries.cpu_stats(self.ns, span=span, step=self.step, rate_window=self.rate,
+                                quantiles=self.settings.strategy.quantile_grid(),
+                                recorded=self.settings.cpu_rate_metric)
+        memory = queries.memory_stats(self.ns, span=span)
+        return {name: pool.submit(self.prom.instant, query, at=hi)
+                for name, query in (("memory", memory), ("cpu", cpu))}
 
-    def sliced(
-        self, pool: ThreadPoolExecutor, makers: dict[str, Callable[[int], str]]
-    ) -> dict[str, list[_Value]]:
-        """Ask every `makers[name](span)` at the end of each time slice, all slices cut alike.
-
-        Starts with `slices` slices of the window; when Prometheus refuses any query of a slice (too
-        many samples, timeout), that slice is halved for all of them, so the answers join slice by
-        slice.
-        """
-        pending = _cut(self.end - self.window, self.end, pieces=self.slices, step=self.step)
-        out: dict[str, list[_Value]] = {name: [] for name in makers}
-        done = 0
-        while pending:
-            lo, hi = pending.pop()
+    def _collect(
+        self, pool: ThreadPoolExecutor, bounds: _Bounds, futures: dict[str, Future[list[Sample]]]
+    ) -> list[SliceRecord]:
+        """The records of `bounds`; a slice Prometheus refuses (too many samples, timeout) is halved."""
+        waited = time.monotonic()
+        while not_done := [name for name, future in futures.items() if not future.done()]:
+            wait([futures[name] for name in not_done], timeout=_HEARTBEAT)
+            if still := [name for name in not_done if not futures[name].done()]:
+                self.progress(f"  still reading {', '.join(still)} ({time.monotonic() - waited:.0f}s)")
+        lo, hi = bounds
+        try:
+            answers = {name: future.result() for name, future in futures.items()}
+        except TooManySamplesError:
             span = round(hi - lo)
-            futures = {
-                name: pool.submit(self.prom.instant, make(span), at=hi) for name, make in makers.items()
-            }
-            waited = time.monotonic()
-            while not_done := [name for name, future in futures.items() if not future.done()]:
-                wait([futures[name] for name in not_done], timeout=_HEARTBEAT)
-                if any(not futures[name].done() for name in not_done):
-                    running = ", ".join(name for name in not_done if not futures[name].done())
-                    self.progress(f"  still reading {running} ({time.monotonic() - waited:.0f}s)")
-            try:
-                answers = {name: future.result() for name, future in futures.items()}
-            except TooManySamplesError:
-                for future in futures.values():
-                    future.cancel()
-                if span <= _MIN_SLICE:
-                    raise
-                middle = lo + (span // 2 // self.step) * self.step
-                pending += [(lo, middle), (middle, hi)]
-                refused = queries.promql_duration(span)
-                self.progress(f"  Prometheus refused {refused} at once: splitting it in two")
+            if span <= _MIN_SLICE:
+                raise
+            refused = queries.promql_duration(span)
+            self.progress(f"  Prometheus refused {refused} at once: splitting it in two")
+            middle = lo + (span // 2 // self.step) * self.step
+            first = self._collect(pool, (lo, middle), self._submit(pool, (lo, middle)))
+            return first + self._collect(pool, (middle, hi), self._submit(pool, (middle, hi)))
+        return records(bounds, answers["memory"], answers["cpu"], interned=self._ids)
+
+    def passes(self, pool: ThreadPoolExecutor) -> list[SliceRecord]:
+        """Every slice of the window: from the checkpoint when it has it, else asked."""
+        lo, hi = self.end - self.window, self.end
+        if self.checkpoint is not None:
+            unit = DAY // per_day(self.slices, window=self.window)
+            grid = aligned_cut(lo, hi, unit=unit)[::-1]
+        else:
+            unit, grid = 0, even_cut(lo, hi, pieces=self.slices, step=self.step)[::-1]
+        kept = {b: found for b in grid if self.checkpoint and (found := self.checkpoint.take(b)) is not None}
+        asked = [b for b in grid if b not in kept]
+        ahead = max(1, self.settings.concurrency // 2)  # slices in flight: two queries each
+        futures = {b: self._submit(pool, b) for b in asked[:ahead]}
+        out: list[SliceRecord] = []
+        for i, bounds in enumerate(grid):
+            if bounds in kept:
+                out += kept[bounds]
                 continue
-            for name, samples in answers.items():
-                out[name] += self.compact((lo, hi), samples)
-            del answers, futures
-            done += 1
-        for name, items in out.items():
-            self.progress(f"  {name}: {len(items)} series values from {done} slice(s)")
+            found = self._collect(pool, bounds, futures.pop(bounds))
+            if (following := asked.index(bounds) + ahead) < len(asked):
+                futures[asked[following]] = self._submit(pool, asked[following])
+            if self.checkpoint is not None:
+                self.checkpoint.keep(bounds, found, unit=unit, end=self.end)
+            out += found
+            self.progress(f"  slice {i + 1}/{len(grid)}: {len(found)} series")
+        where = f", {len(kept)} from the checkpoint" if kept else ""
+        self.progress(f"  {len(out)} series values from {len(grid)} slice(s){where}")
         return out
-
-
-def auto_slices(*, series: float, window: int, interval: float, samples_per_query: int) -> int:
-    """Slices that keep one pass over `series` live series under `samples_per_query` samples.
-
-    Churn replaces Pods rather than adding to them, so the live series times the samples each takes
-    in the window is the pass' size. At most one slice per hour.
-    """
-    if series <= 0 or interval <= 0:
-        return 1
-    samples = series * window / interval
-    return max(1, min(math.ceil(samples / samples_per_query), window // 3600 or 1))
-
-
-def _cut(lo: float, hi: float, *, pieces: int, step: int) -> list[tuple[float, float]]:
-    """[lo, hi] in `pieces` slices on the step grid, last slice first in the returned stack."""
-    width = max(step, int((hi - lo) / max(1, pieces)) // step * step)
-    bounds = [lo + i * width for i in range(max(1, pieces))] + [hi]
-    return [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
-
-
-def _series_id(labels: dict[str, str] | object) -> _SeriesId | None:
-    if not isinstance(labels, dict):
-        return None
-    ns, pod, container = labels.get("namespace"), labels.get("pod"), labels.get("container")
-    if not ns or not pod or not container:
-        return None
-    return ns, pod, container
-
-
-def _slice_stats(
-    memory: list[_Value],
-    cpu: list[_Value],
-    *,
-    interval: float,
-    seen: dict[_SeriesId, tuple[float, float]],
-) -> dict[_SeriesId, list[SeriesStats]]:
-    """Join the memory and CPU answers per (series, slice) into `SeriesStats`.
-
-    A series' life in a slice starts at its container start (or the slice start) and lasts its
-    sample count times the scrape `interval`; `seen` (first/last from the coverage fallback) is
-    used for series without a start time.
-    """
-    mem: dict[tuple[_SeriesId, _Slice], dict[str, float]] = defaultdict(dict)
-    for bounds, sid, stat, value in memory:
-        mem[(sid, bounds)][stat] = value
-    by_slice: dict[tuple[_SeriesId, _Slice], dict[float, float]] = defaultdict(dict)
-    for bounds, sid, stat, value in cpu:
-        if stat.startswith("q"):
-            by_slice[(sid, bounds)][float(stat[1:])] = max(value, 0.0)
-    out: dict[_SeriesId, list[SeriesStats]] = defaultdict(list)
-    for (sid, (lo, hi)), stats in mem.items():
-        if "count" not in stats:
-            continue
-        count = int(stats["count"])
-        if "start" in stats:
-            first = min(hi, max(lo, stats["start"]))
-            last = min(hi, first + (count - 1) * interval)
-        elif sid in seen:
-            first, last = max(lo, seen[sid][0]), min(hi, seen[sid][1])
-        else:  # nothing says when: the count alone, placed at the end of the slice
-            first, last = max(lo, hi - (count - 1) * interval), hi
-        out[sid].append(
-            SeriesStats(
-                samples=count,
-                first=first,
-                last=max(first, last),
-                memory_peak=stats.get("max"),
-                cpu_quantiles=by_slice.get((sid, (lo, hi)), {}),
-            )
-        )
-    return out
 
 
 def _seen_without_start(
-    prom: Prometheus, settings: BuildSettings, memory: list[_Value], *, end: float
-) -> dict[_SeriesId, tuple[float, float]]:
+    prom: Prometheus, settings: BuildSettings, asked: list[SliceRecord], *, end: float
+) -> dict[SeriesId, tuple[float, float]]:
     """First and last time seen for series without a container start time (one subquery, coarse)."""
-    stats: dict[_SeriesId, set[str]] = defaultdict(set)
-    for _, sid, stat, _ in memory:
-        stats[sid].add(stat)
-    if all("start" in names for names in stats.values()):
+    if not without_start(asked):
         return {}
     step = queries.duration(settings.coverage_step)
     window = queries.duration(settings.window)
     answer = prom.instant(queries.coverage(settings.namespaces, span=window, coverage_step=step), at=end)
-    found: dict[_SeriesId, dict[str, float]] = defaultdict(dict)
+    found: dict[SeriesId, dict[str, float]] = defaultdict(dict)
     for sample in answer:
-        key = _series_id(dict(sample.labels))
+        key = series_id(sample.labels)
         if key is not None:
             found[key][sample.labels.get("stat", "")] = sample.value
     # Seen at coverage steps: the life extends half a step beyond the first and last on average.
@@ -256,7 +205,7 @@ def _seen_without_start(
 
 
 def _fetch_short_series(
-    prom: Prometheus, settings: BuildSettings, stats: dict[_SeriesId, list[SeriesStats]], *, end: float
+    prom: Prometheus, settings: BuildSettings, stats: dict[SeriesId, list[SeriesStats]], *, end: float
 ) -> None:
     """Replace the quantile summaries of short series by all their values (one query per 500 Pods)."""
     sizes = {sid: sum(p.samples for p in parts) for sid, parts in stats.items()}
@@ -267,7 +216,7 @@ def _fetch_short_series(
         short.append(sid)
         budget -= sizes[sid]
     pods = sorted({(sid[0], sid[1]) for sid in short})
-    values: dict[_SeriesId, list[float]] = defaultdict(list)
+    values: dict[SeriesId, list[float]] = defaultdict(list)
     for lo in range(0, len(pods), 500):
         chunk = pods[lo : lo + 500]
         query = queries.cpu_values(
@@ -279,7 +228,7 @@ def _fetch_short_series(
         step = queries.duration(settings.step)
         window = queries.duration(settings.window)
         for series in prom.range(query, start=end - window + step, end=end, step=step):
-            found = _series_id(dict(series.labels))
+            found = series_id(series.labels)
             if found is not None:
                 values[found] += [max(v, 0.0) for _, v in series.points]
     for sid in short:
@@ -299,7 +248,7 @@ def _fetch_short_series(
 
 def _startups(
     prom: Prometheus, settings: BuildSettings, *, start: float, end: float
-) -> dict[_SeriesId, list[list[tuple[float, float]]]]:
+) -> dict[SeriesId, list[list[tuple[float, float]]]]:
     """Start-up CPU points per series, split into one list per container start (age resets)."""
     step = queries.duration(settings.step)
     limit = settings.strategy.startup_window_seconds
@@ -311,10 +260,10 @@ def _startups(
     )
     age_q = queries.container_age(settings.namespaces, startup_window=limit)
     answer = prom.range(usage_q, start=start, end=end, step=step)
-    usage = {_series_id(dict(s.labels)): dict(s.points) for s in answer}
-    out: dict[_SeriesId, list[list[tuple[float, float]]]] = defaultdict(list)
+    usage = {series_id(s.labels): dict(s.points) for s in answer}
+    out: dict[SeriesId, list[list[tuple[float, float]]]] = defaultdict(list)
     for series in prom.range(age_q, start=start, end=end, step=step):
-        sid = _series_id(dict(series.labels))
+        sid = series_id(series.labels)
         points = usage.get(sid)
         if sid is None or not points:
             continue
@@ -332,16 +281,26 @@ def _startups(
 
 
 def build_profiles(
-    prom: Prometheus, settings: BuildSettings, *, end: float | None = None, progress: Progress = _noop
+    prom: Prometheus,
+    settings: BuildSettings,
+    *,
+    end: float | None = None,
+    progress: Progress = _noop,
+    checkpoint: Checkpoint | None = None,
 ) -> BuildResult:
-    """Read the window from Prometheus and return a complete document; raises PrometheusError."""
+    """Read the window from Prometheus and return a complete document; raises PrometheusError.
+
+    With a `checkpoint` (for `settings.checkpoint_key(prom.url)`), the slices it holds are not asked
+    again and the whole slices this build asks are added to it; the caller persists it.
+    """
     started = time.monotonic()
     end = time.time() if end is None else end
-    collector = _Collector(prom, settings, end=end, progress=progress)
+    collector = _Collector(prom, settings, end=end, progress=progress, checkpoint=checkpoint)
     window, ns = collector.window, settings.namespaces
     scope = ", ".join(ns) if ns else "all namespaces"
     progress(f"reading {settings.window} of history from {prom.url} ({scope})")
-    grid = settings.strategy.quantile_grid()
+    if checkpoint is not None and checkpoint.note:
+        progress(f"  {checkpoint.note}")
     lookback = min(window, queries.duration(settings.startup_lookback))
     with ThreadPoolExecutor(max_workers=max(2, settings.concurrency)) as pool:
         # The small queries and the start-up range query go first, then the two big passes overlap.
@@ -357,40 +316,30 @@ def build_profiles(
             collector.slices = auto_slices(series=live, window=window, interval=interval,
                                            samples_per_query=settings.samples_per_query)
             progress(f"  {live:.0f} live series every {interval:g}s: the big passes in "
-                     f"{collector.slices} slice(s)")
-        answers = collector.sliced(
-            pool,
-            {
-                "cpu": lambda span: queries.cpu_stats(
-                    ns,
-                    span=span,
-                    step=collector.step,
-                    rate_window=collector.rate,
-                    quantiles=grid,
-                    recorded=settings.cpu_rate_metric,
-                ),
-                "memory": lambda span: queries.memory_stats(ns, span=span),
-            },
-        )
+                     f"{collector.slices} slice(s)" + (" or more, on whole days" if checkpoint else ""))
+        found = collector.passes(pool)
+        if checkpoint is not None:
+            checkpoint.prune(before=end - window)
         owners = Owners.from_samples(owners_f.result())
         progress(f"  owners: {len(owners.pods)} pods known to kube-state-metrics")
-        seen = _seen_without_start(prom, settings, answers["memory"], end=end)
-        stats = _slice_stats(answers["memory"], answers["cpu"], interval=interval, seen=seen)
+        seen = _seen_without_start(prom, settings, found, end=end)
+        stats = series_stats(found, interval=interval, seen=seen, since=end - window)
+        del found
         _fetch_short_series(prom, settings, stats, end=end)
-        oom: dict[_SeriesId, int] = {}
+        oom: dict[SeriesId, int] = {}
         for sample in oom_f.result():
-            sid = _series_id(dict(sample.labels))
+            sid = series_id(sample.labels)
             if sid is not None:
                 oom[sid] = 1
-        requests: dict[_SeriesId, dict[str, Decimal]] = defaultdict(dict)
+        requests: dict[SeriesId, dict[str, Decimal]] = defaultdict(dict)
         for sample in requests_f.result():
-            sid, resource = _series_id(dict(sample.labels)), sample.labels.get("resource")
+            sid, resource = series_id(sample.labels), sample.labels.get("resource")
             if sid is not None and resource in {"cpu", "memory"}:
                 requests[sid][resource] = Decimal(repr(sample.value))
         startups = startups_f.result()
     progress(f"  start-up: {sum(len(v) for v in startups.values())} container starts seen")
 
-    histories: dict[tuple[WorkloadKey, str], list[_SeriesId]] = defaultdict(list)
+    histories: dict[tuple[WorkloadKey, str], list[SeriesId]] = defaultdict(list)
     for sid in stats:
         histories[(owners.workload(sid[0], sid[1]), sid[2])].append(sid)
     containers: dict[WorkloadKey, dict[str, ContainerProfile]] = defaultdict(dict)
@@ -427,4 +376,5 @@ def build_profiles(
         seconds=time.monotonic() - started,
         warnings=tuple(prom.warnings),
         series=len(stats),
+        reused_slices=checkpoint.reused if checkpoint is not None else 0,
     )

@@ -22,7 +22,9 @@ import yaml
 
 from webhook.core.profile import NoRecommendation, Recommendation
 from webhook.core.quantity import render_bytes, render_cpu
+from webhook.profiles import checkpoint
 from webhook.profiles.build import BuildResult, BuildSettings, build_profiles
+from webhook.profiles.checkpoint import default_checkpoint_path
 from webhook.profiles.prometheus import Prometheus, PrometheusError
 from webhook.profiles.store import (
     FileStore,
@@ -107,6 +109,14 @@ def _build_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allow-partial", action="store_true",
         help="write the store even when Prometheus reports partial data (warnings)",
+    )
+    parser.add_argument(
+        "--checkpoint", type=Path,
+        help="file keeping the answers of past days between builds, so that a build asks Prometheus only"
+        " for what changed since [$POD_TAILOR_CHECKPOINT, else ~/.cache/pod-tailor/build-checkpoint.json]",
+    )
+    parser.add_argument(
+        "--no-checkpoint", action="store_true", help="read the whole window from Prometheus every time"
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
@@ -201,11 +211,18 @@ def build_once(args: argparse.Namespace, store: ProfileStore) -> BuildResult:
         raise PrometheusError("no Prometheus URL: pass --prometheus URL or set POD_TAILOR_PROMETHEUS_URL")
     settings = _settings_from(args)
     prom = Prometheus(args.prometheus, timeout=args.timeout)
+    where = None if args.no_checkpoint else (args.checkpoint or default_checkpoint_path())
+    kept = checkpoint.load(where, key=settings.checkpoint_key(prom.url)) if where else None
     try:
         end = getattr(args, "end", None)  # only `profiles build` has --end; the recommender reads up to now
-        result = build_profiles(prom, settings, end=end, progress=_progress(args.quiet))
+        result = build_profiles(prom, settings, end=end, progress=_progress(args.quiet), checkpoint=kept)
     finally:
         prom.close()
+    if kept is not None and where is not None and not result.warnings:  # partial answers are not kept
+        try:
+            checkpoint.save(kept, where)
+        except OSError as exc:  # a cache: the next build is a full one, nothing is wrong
+            print(f"warning: checkpoint {where} not written: {exc}", file=sys.stderr)
     for warning in dict.fromkeys(result.warnings):  # the same warning comes once per query
         times = result.warnings.count(warning)
         print(f"warning: Prometheus: {warning}" + (f" (x{times})" if times > 1 else ""), file=sys.stderr)

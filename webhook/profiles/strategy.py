@@ -119,9 +119,20 @@ def covered_hours(intervals: Iterable[tuple[float, float]]) -> float:
 
 
 def _cdf(knots: Sequence[tuple[float, float]], x: float) -> float:
-    """Piecewise-linear CDF through (value, probability) knots, starting from (0, 0)."""
-    prev_v, prev_p = 0.0, 0.0
-    for value, p in knots:
+    """Piecewise-linear CDF through (value, probability) knots.
+
+    Below the first knot the first segment's slope goes on down (to 0): a series is known only
+    around its high quantiles, and the local density there says more about the mass just below
+    than a straight line from zero would (which, for a bursty series, puts a day with few bursts
+    far too low). A single knot falls back to the line from (0, 0).
+    """
+    (v0, p0), rest = knots[0], knots[1:]
+    if x < v0:
+        if rest and rest[0][0] > v0:
+            return max(0.0, p0 - (v0 - x) * (rest[0][1] - p0) / (rest[0][0] - v0))
+        return p0 * x / v0 if v0 > 0 else 0.0
+    prev_v, prev_p = v0, p0
+    for value, p in rest:
         if x < value:
             if value <= prev_v:
                 return prev_p

@@ -1,0 +1,219 @@
+"""Incremental builds: the answers of past days are kept, and only the edges of the window are asked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import scenarios
+from agreement import assert_agrees
+from conftest import History, test_settings
+
+from webhook.core.profile import Recommendation
+from webhook.profiles import checkpoint
+from webhook.profiles.build import BuildResult, build_profiles
+from webhook.profiles.checkpoint import SETTLE, Checkpoint
+from webhook.profiles.prometheus import Prometheus
+from webhook.profiles.slices import DAY, SliceRecord, aligned_cut, per_day
+
+HOUR = 3600
+SHOP = test_settings(namespaces=("shop",))
+
+
+def _build(history: History, kept: Checkpoint | None, *, end: float = scenarios.END) -> BuildResult:
+    prom = Prometheus(history.prometheus.url)
+    try:
+        return build_profiles(prom, SHOP, end=end, checkpoint=kept)
+    finally:
+        prom.close()
+
+
+def _fresh(history: History) -> Checkpoint:
+    return Checkpoint(SHOP.checkpoint_key(history.prometheus.url))
+
+
+@pytest.fixture(scope="module")
+def cold(history: History) -> tuple[BuildResult, Checkpoint]:
+    kept = _fresh(history)
+    return _build(history, kept), kept
+
+
+class TestTheAlignedGrid:
+    @pytest.mark.parametrize(
+        ("lo", "hi", "unit", "expected"),
+        [
+            (0.5 * DAY, 2.25 * DAY, DAY, [(0.5 * DAY, DAY), (DAY, 2 * DAY), (2 * DAY, 2.25 * DAY)]),
+            (DAY, 3 * DAY, DAY, [(DAY, 2 * DAY), (2 * DAY, 3 * DAY)]),  # on the grid: no partial slice
+            (10 * HOUR, 11 * HOUR, 6 * HOUR, [(10 * HOUR, 11 * HOUR)]),  # inside one cell: one slice
+            (5 * HOUR, 13 * HOUR, 6 * HOUR,
+             [(5 * HOUR, 6 * HOUR), (6 * HOUR, 12 * HOUR), (12 * HOUR, 13 * HOUR)]),
+        ],
+    )
+    def test_slices_fall_on_multiples_of_the_unit_since_the_epoch(
+        self, lo: float, hi: float, unit: int, expected: list[tuple[float, float]]
+    ) -> None:
+        assert sorted(aligned_cut(lo, hi, unit=unit)) == sorted(expected)
+
+    def test_the_same_days_come_back_whatever_the_hour_of_the_build(self) -> None:
+        early = set(aligned_cut(100 * DAY + 3 * HOUR - 14 * DAY, 100 * DAY + 3 * HOUR, unit=DAY))
+        late = set(aligned_cut(100 * DAY + 20 * HOUR - 14 * DAY, 100 * DAY + 20 * HOUR, unit=DAY))
+        assert len(early & late) == 13  # every whole day; only the two edges moved
+
+    @pytest.mark.parametrize(
+        ("slices", "expected"),
+        [(1, 1), (10, 1), (14, 1), (15, 2), (28, 2), (29, 3), (100, 8), (336, 24), (999, 24)],
+    )
+    def test_slices_per_day_divide_the_day_into_whole_hours(self, slices: int, expected: int) -> None:
+        assert per_day(slices, window=14 * DAY) == expected
+
+
+class TestWhatIsKept:
+    RECORD = SliceRecord(("ns", "pod", "app"), 0.0, float(DAY), 288, None, 1.0, ((0.95, 0.1), (1.0, 0.2)))
+
+    @pytest.mark.parametrize(
+        ("bounds", "end", "kept"),
+        [
+            ((DAY, 2 * DAY), 3 * DAY, True),  # a whole day, long over
+            ((DAY, 2 * DAY), 2 * DAY + SETTLE, True),  # just settled
+            ((DAY, 2 * DAY), 2 * DAY + SETTLE - 1, False),  # late samples may still land
+            ((DAY + HOUR, 2 * DAY), 3 * DAY, False),  # the partial slice at the window's start
+            ((2 * DAY, 2 * DAY + HOUR), 3 * DAY, False),  # a partial slice at the window's end
+        ],
+    )
+    def test_only_whole_slices_that_ended_a_while_ago_are_kept(
+        self, bounds: tuple[float, float], end: float, kept: bool
+    ) -> None:
+        found = Checkpoint("k")
+        found.keep(bounds, [self.RECORD], unit=DAY, end=end)
+        assert (bounds in found.slices) is kept
+
+    def test_slices_out_of_the_window_are_forgotten(self) -> None:
+        found = Checkpoint("k", {(0.0, DAY): [self.RECORD], (DAY, 2 * DAY): [self.RECORD]})
+        found.prune(before=DAY + 1)
+        assert list(found.slices) == [(DAY, 2 * DAY)]
+
+    def test_a_saved_checkpoint_reads_back_the_same(self, tmp_path: Path) -> None:
+        other = self.RECORD._replace(series=("ns", "pod-2", "app"), start=12.0, memory_peak=None)
+        found = Checkpoint("k", {(0.0, DAY): [self.RECORD, other]})
+        checkpoint.save(found, tmp_path / "c.json")
+        again = checkpoint.load(tmp_path / "c.json", key="k")
+        assert again.slices == found.slices
+        assert again.note == ""
+
+    @pytest.mark.parametrize(
+        ("content", "note"),
+        [
+            (None, "no checkpoint yet"),
+            (b"{not json", "unreadable"),
+            (b'{"key": "other settings", "slices": []}', "other settings"),
+            (b'{"key": "k", "slices": [[0, 1, [["too", "short"]]]]}', "malformed"),
+        ],
+    )
+    def test_a_missing_foreign_or_damaged_checkpoint_means_a_full_build(
+        self, tmp_path: Path, content: bytes | None, note: str
+    ) -> None:
+        path = tmp_path / "c.json"
+        if content is not None:
+            path.write_bytes(content)
+        found = checkpoint.load(path, key="k")
+        assert found.slices == {}
+        assert note in found.note
+
+    @pytest.mark.parametrize(
+        "change",
+        [{"namespaces": ("other",)}, {"cpu_rate_metric": "recorded"}, {"rate_window": "5m"}, {"step": "1m"}],
+    )
+    def test_settings_that_change_the_answers_change_the_key(self, change: dict[str, object]) -> None:
+        changed = test_settings(**{"namespaces": ("shop",), **change})
+        assert changed.checkpoint_key("u") != SHOP.checkpoint_key("u")
+        assert SHOP.checkpoint_key("http://a") != SHOP.checkpoint_key("http://b")
+
+    def test_the_window_and_the_strategy_margins_do_not_change_the_key(self) -> None:
+        shorter = test_settings(namespaces=("shop",), window="7d")
+        assert shorter.checkpoint_key("u") == SHOP.checkpoint_key("u")
+
+
+class TestIncrementalBuilds:
+    def test_a_cold_build_on_whole_days_agrees_with_the_evenly_cut_build(
+        self, cold: tuple[BuildResult, Checkpoint], built: BuildResult
+    ) -> None:
+        result, kept = cold
+        assert result.reused_slices == 0
+        assert len(kept.slices) >= 12  # the whole days of a 14-day window that are over
+        # Where a life crosses a slice boundary it is placed within half a scrape interval: at most
+        # 14 boundaries x 2.5 min apart from the one-slice build.
+        assert_agrees(result, built, hours_within=14 * 150 / 3600)
+
+    def test_the_next_build_asks_only_for_the_edges_and_gives_the_same_profiles(
+        self, history: History, cold: tuple[BuildResult, Checkpoint]
+    ) -> None:
+        result, kept = cold
+        again = _build(history, kept)
+        assert again.reused_slices == len(kept.slices)
+        assert again.queries <= result.queries - 2 * again.reused_slices  # two big queries a slice saved
+        assert again.document.workloads == result.document.workloads
+
+    def test_kept_answers_are_used_rather_than_asked_again(
+        self, history: History, cold: tuple[BuildResult, Checkpoint]
+    ) -> None:
+        result, kept = cold
+        doctored = Checkpoint(kept.key, {
+            bounds: [r._replace(memory_peak=(r.memory_peak or 0) * 10) for r in found]
+            for bounds, found in kept.slices.items()
+        })
+        again = _build(history, doctored)
+        grown = [
+            (again.document.workloads[key].containers[name], profile)
+            for key, entry in result.document.workloads.items()
+            for name, profile in entry.containers.items()
+            if isinstance(profile, Recommendation)
+        ]
+        assert grown
+        assert all(isinstance(new, Recommendation) and new.memory > old.memory for new, old in grown)
+
+    def test_a_later_build_keeps_the_days_it_shares_and_adds_the_new_ones(
+        self, history: History, cold: tuple[BuildResult, Checkpoint]
+    ) -> None:
+        _, kept = cold
+        later = Checkpoint(kept.key, dict(kept.slices))
+        result = _build(history, later, end=scenarios.END + DAY)
+        assert result.reused_slices == len(kept.slices) - 1  # the oldest day left the window
+        assert min(lo for lo, _ in later.slices) > scenarios.END + DAY - 15 * DAY
+
+
+class TestTheCommand:
+    ARGS = ["profiles", "build", "--namespace", "shop", "--step", "5m", "--rate-window", "10m", "-q"]
+
+    def test_build_keeps_a_checkpoint_in_the_cache_and_uses_it_next_time(
+        self, history: History, tmp_path: Path, private_cache: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        from webhook.cli import main
+
+        args = [*self.ARGS, "--prometheus", history.prometheus.url, "--store", str(tmp_path / "p.json")]
+        assert main(args) == 0
+        first = capsys.readouterr().out
+        path = private_cache / "pod-tailor" / "build-checkpoint.json"
+        assert checkpoint.load(path, key=SHOP.checkpoint_key(history.prometheus.url)).slices
+        assert main(args) == 0
+        second = capsys.readouterr().out
+        queries = [int(text.split(" using ")[1].split()[0]) for text in (first, second)]
+        assert queries[1] < queries[0]
+
+    def test_no_checkpoint_reads_the_whole_window_and_writes_nothing(
+        self, history: History, tmp_path: Path, private_cache: Path
+    ) -> None:
+        from webhook.cli import main
+
+        args = [*self.ARGS, "--prometheus", history.prometheus.url, "--store", str(tmp_path / "p.json")]
+        assert main([*args, "--no-checkpoint"]) == 0
+        assert not (private_cache / "pod-tailor").exists()
+
+    def test_partial_answers_are_never_kept(self, history: History, tmp_path: Path) -> None:
+        from webhook.cli import main
+
+        where = tmp_path / "c.json"
+        args = ["profiles", "build", "--prometheus", history.prometheus.url, "--namespace", "partial",
+                "--step", "5m", "--rate-window", "10m", "--store", str(tmp_path / "p.json"), "-q",
+                "--allow-partial", "--checkpoint", str(where)]
+        assert main(args) == 0
+        assert not where.exists()

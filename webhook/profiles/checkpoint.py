@@ -1,0 +1,121 @@
+"""What a build keeps between runs: the reduced answers of the time slices that are over.
+
+A 14-day build at 1-minute resolution makes Prometheus decode some 1.5 G samples, minutes of CPU,
+to learn what the previous build already knew about the first 13 days. Like VPA's checkpoints, the
+records of every whole slice of the aligned grid (`slices.aligned_cut`) that ended a while ago are
+kept in one local file, and the next build asks Prometheus only for the partial slices at the two
+edges of its window. It is a cache: a missing, unreadable or foreign file means a full build, never
+a wrong one, and the key below changes whenever what the records mean changes.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from webhook.profiles.slices import SeriesId, SliceRecord
+
+__all__ = ["SETTLE", "Checkpoint", "checkpoint_key", "default_checkpoint_path", "load", "save"]
+
+_VERSION = 1
+_ENV = "POD_TAILOR_CHECKPOINT"
+SETTLE = 3600  # a slice is kept once it ended this long before the build's end: late samples land first
+_Bounds = tuple[float, float]
+
+
+@dataclass
+class Checkpoint:
+    """Records per whole grid slice, for the builds that share `key`."""
+
+    key: str
+    slices: dict[_Bounds, list[SliceRecord]] = field(default_factory=dict)
+    note: str = ""  # why it is empty, when it was meant to be read
+    reused: int = 0  # slices this build took from it (for the report)
+
+    def take(self, bounds: _Bounds) -> list[SliceRecord] | None:
+        found = self.slices.get(bounds)
+        if found is not None:
+            self.reused += 1
+        return found
+
+    def keep(self, bounds: _Bounds, found: list[SliceRecord], *, unit: int, end: float) -> None:
+        """Keep `found` if `bounds` is a whole slice of the grid that ended `SETTLE` before `end`."""
+        lo, hi = bounds
+        if lo % unit == 0 and hi - lo == unit and hi <= end - SETTLE:
+            self.slices[bounds] = found
+
+    def prune(self, *, before: float) -> None:
+        """Forget the slices that ended before `before` (out of every window still asked)."""
+        self.slices = {bounds: found for bounds, found in self.slices.items() if bounds[1] > before}
+
+
+def checkpoint_key(url: str, *, namespaces: Sequence[str], resolution: Sequence[str],
+                   cpu_metric: str, quantiles: Sequence[float]) -> str:
+    """Everything a record depends on; a checkpoint written under another key is not read."""
+    scope = ",".join(sorted(namespaces)) or "*"
+    grid = ",".join(f"{q:g}" for q in quantiles)
+    return f"v{_VERSION} {url.rstrip('/')} ns={scope} res={'/'.join(resolution)} cpu={cpu_metric} q={grid}"
+
+
+def default_checkpoint_path() -> Path:
+    """`$POD_TAILOR_CHECKPOINT`, else `$XDG_CACHE_HOME/pod-tailor/build-checkpoint.json` (~/.cache)."""
+    explicit = os.environ.get(_ENV)
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "pod-tailor" / "build-checkpoint.json"
+
+
+def load(path: Path, *, key: str) -> Checkpoint:
+    """The checkpoint at `path` if it was written for `key`; otherwise an empty one saying why."""
+    try:
+        raw = orjson.loads(path.read_bytes())
+    except FileNotFoundError:
+        return Checkpoint(key, note="no checkpoint yet")
+    except (OSError, orjson.JSONDecodeError) as exc:
+        return Checkpoint(key, note=f"checkpoint {path} unreadable ({exc}): not used")
+    if not isinstance(raw, dict) or raw.get("key") != key:
+        return Checkpoint(key, note=f"checkpoint {path} is for other settings: not used")
+    interned: dict[SeriesId, SeriesId] = {}
+    slices: dict[_Bounds, list[SliceRecord]] = {}
+    try:
+        for lo, hi, rows in raw["slices"]:
+            found = []
+            for ns, pod, container, sub_lo, sub_hi, samples, start, peak, cpu in rows:
+                sid = (ns, pod, container)
+                shared = interned.get(sid)
+                if shared is None:
+                    shared = interned.setdefault(sid, tuple(map(sys.intern, sid)))  # type: ignore[arg-type]
+                found.append(SliceRecord(shared, float(sub_lo), float(sub_hi), int(samples), start, peak,
+                                         tuple((float(q), float(v)) for q, v in cpu)))
+            slices[(float(lo), float(hi))] = found
+    except (KeyError, TypeError, ValueError) as exc:
+        return Checkpoint(key, note=f"checkpoint {path} malformed ({exc}): not used")
+    return Checkpoint(key, slices)
+
+
+def save(checkpoint: Checkpoint, path: Path) -> None:
+    """Write atomically (a temp file renamed over it), so a crash leaves the old one or the new one."""
+    document = {
+        "version": _VERSION,
+        "key": checkpoint.key,
+        "slices": [
+            [lo, hi, [[*r.series, r.lo, r.hi, r.samples, r.start, r.memory_peak, r.cpu] for r in found]]
+            for (lo, hi), found in sorted(checkpoint.slices.items())
+        ],
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(orjson.dumps(document))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,175 @@
+"""Time slices of a build: how the window is cut, and what one slice's answers reduce to.
+
+The big passes (CPU quantiles, memory peaks with counts and start times) are asked slice by slice.
+Each slice's answers become one small `SliceRecord` per container series, the only thing a build
+keeps of them: a large build holds a few hundred thousand, and a checkpoint stores the same records
+for the slices that will not change, so the next build asks Prometheus only for the rest.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import sys
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
+
+from webhook.profiles.prometheus import Sample
+from webhook.profiles.strategy import SeriesStats
+
+__all__ = [
+    "DAY",
+    "SeriesId",
+    "SliceRecord",
+    "aligned_cut",
+    "auto_slices",
+    "even_cut",
+    "per_day",
+    "records",
+    "series_id",
+    "series_stats",
+    "without_start",
+]
+
+DAY = 86_400
+SeriesId = tuple[str, str, str]  # namespace, pod, container
+_DAY_DIVISORS = (1, 2, 3, 4, 6, 8, 12, 24)  # slices per day that keep boundaries on whole hours
+
+
+class SliceRecord(NamedTuple):
+    """One container series over one time slice, as Prometheus reduced it."""
+
+    series: SeriesId
+    lo: float
+    hi: float
+    samples: int
+    start: float | None  # cadvisor's container start time, when the series has one
+    memory_peak: float | None  # bytes
+    cpu: tuple[tuple[float, float], ...]  # (quantile, cores); 1.0 is the maximum
+
+
+def auto_slices(*, series: float, window: int, interval: float, samples_per_query: int) -> int:
+    """Slices that keep one pass over `series` live series under `samples_per_query` samples.
+
+    Churn replaces Pods rather than adding to them, so the live series times the samples each takes
+    in the window is the pass' size. At most one slice per hour.
+    """
+    if series <= 0 or interval <= 0:
+        return 1
+    samples = series * window / interval
+    return max(1, min(math.ceil(samples / samples_per_query), window // 3600 or 1))
+
+
+def per_day(slices: int, *, window: int) -> int:
+    """Slices per day on the aligned grid for at least `slices` in `window`: a divisor of 24 hours."""
+    wanted = math.ceil(slices * DAY / window) if window else 1
+    return next((n for n in _DAY_DIVISORS if n >= wanted), _DAY_DIVISORS[-1])
+
+
+def even_cut(lo: float, hi: float, *, pieces: int, step: int) -> list[tuple[float, float]]:
+    """[lo, hi] in `pieces` slices on the step grid, last slice first in the returned stack."""
+    width = max(step, int((hi - lo) / max(1, pieces)) // step * step)
+    bounds = [lo + i * width for i in range(max(1, pieces))] + [hi]
+    return [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
+
+
+def aligned_cut(lo: float, hi: float, *, unit: int) -> list[tuple[float, float]]:
+    """[lo, hi] cut at the multiples of `unit` seconds since the epoch (UTC days and their divisors).
+
+    The slices inside are the same from one build to the next, so their answers can be kept; only
+    the two partial slices at the edges move with the window. Last slice first, like `even_cut`.
+    """
+    first = math.floor(lo / unit) * unit + unit
+    bounds = [float(lo), *map(float, range(first, math.ceil(hi), unit)), float(hi)]
+    return [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
+
+
+def series_id(labels: Mapping[str, str]) -> SeriesId | None:
+    ns, pod, container = labels.get("namespace"), labels.get("pod"), labels.get("container")
+    if not ns or not pod or not container:
+        return None
+    return ns, pod, container
+
+
+def records(
+    bounds: tuple[float, float],
+    memory: Iterable[Sample],
+    cpu: Iterable[Sample],
+    *,
+    interned: dict[SeriesId, SeriesId],
+) -> list[SliceRecord]:
+    """One slice's two answers (memory `max`/`count`/`start`, CPU `q<quantile>`) joined per series.
+
+    A series without a sample count (no memory series) has no life to weigh its CPU by: dropped.
+    `interned` shares one id tuple (and interned strings) per series across slices.
+    """
+    mem: dict[SeriesId, dict[str, float]] = defaultdict(dict)
+    for sample in memory:
+        sid = series_id(sample.labels)
+        if sid is not None:
+            mem[sid][sample.labels.get("stat", "")] = sample.value
+    quantiles: dict[SeriesId, list[tuple[float, float]]] = defaultdict(list)
+    for sample in cpu:
+        sid, stat = series_id(sample.labels), sample.labels.get("stat", "")
+        if sid is not None and stat.startswith("q"):
+            quantiles[sid].append((float(stat[1:]), max(sample.value, 0.0)))
+    lo, hi = bounds
+    out = []
+    for sid, stats in mem.items():
+        if "count" not in stats:
+            continue
+        shared = interned.get(sid)
+        if shared is None:
+            shared = interned.setdefault(sid, tuple(sys.intern(part) for part in sid))  # type: ignore[arg-type]
+        out.append(
+            SliceRecord(shared, lo, hi, int(stats["count"]), stats.get("start"), stats.get("max"),
+                        tuple(sorted(quantiles.get(sid, ()))))
+        )
+    return out
+
+
+def series_stats(
+    found: Iterable[SliceRecord],
+    *,
+    interval: float,
+    seen: Mapping[SeriesId, tuple[float, float]],
+    since: float,
+) -> dict[SeriesId, list[SeriesStats]]:
+    """Every record as the strategy's `SeriesStats`, grouped per series.
+
+    A series' life in a slice starts at its container start (or the slice start) and lasts its
+    sample count times the scrape `interval` (one fewer from its start: the first sample begins it),
+    never before the window starts (`since`); `seen` (first/last from the coverage fallback) is
+    used for series without a start time.
+    """
+    out: dict[SeriesId, list[SeriesStats]] = defaultdict(list)
+    for record in found:
+        sid, lo, hi, count = record.series, record.lo, record.hi, record.samples
+        if record.start is not None and record.start < lo:
+            # Alive before: its previous sample came within an interval before `lo`, half on average,
+            # and so begins this slice's life (which then spans `count` intervals, not one fewer).
+            first = max(since, lo - interval / 2)
+            last = min(hi, first + count * interval)
+        elif record.start is not None:
+            first = min(hi, record.start)
+            last = min(hi, first + (count - 1) * interval)
+        elif sid in seen:
+            first, last = max(lo, seen[sid][0]), min(hi, seen[sid][1])
+        else:  # nothing says when: the count alone, placed at the end of the slice
+            first, last = max(lo, hi - (count - 1) * interval), hi
+        out[sid].append(
+            SeriesStats(samples=count, first=first, last=max(first, last), memory_peak=record.memory_peak,
+                        cpu_quantiles=dict(record.cpu))
+        )
+    return out
+
+
+def without_start(found: Iterable[SliceRecord]) -> bool:
+    """Whether some series has no container start time in any slice (then a coverage query places it)."""
+    every, started = set(), set()
+    for record in found:
+        every.add(record.series)
+        if record.start is not None:
+            started.add(record.series)
+    return len(started) < len(every)
