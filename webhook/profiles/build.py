@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -105,7 +105,7 @@ def _noop(_: str) -> None:
 
 
 class _Collector:
-    """The two big passes, slice by slice: asked a slice or two ahead, reduced as they arrive."""
+    """The two big passes, slice by slice: asked a little ahead, reduced as they arrive."""
 
     def __init__(
         self, prom: Prometheus, settings: BuildSettings, *, end: float, progress: Progress,
@@ -163,16 +163,19 @@ class _Collector:
             unit, grid = 0, even_cut(lo, hi, pieces=self.slices, step=self.step)[::-1]
         kept = {b: found for b in grid if self.checkpoint and (found := self.checkpoint.take(b)) is not None}
         asked = [b for b in grid if b not in kept]
-        ahead = max(1, self.settings.concurrency // 2)  # slices in flight: two queries each
-        futures = {b: self._submit(pool, b) for b in asked[:ahead]}
+        # The next slice is asked as soon as one query of the current one is answered: Prometheus
+        # keeps both cores busy, and at most two slices' answers are held at once (memory).
+        futures = {b: self._submit(pool, b) for b in asked[:1]}
         out: list[SliceRecord] = []
         for i, bounds in enumerate(grid):
             if bounds in kept:
                 out += kept[bounds]
                 continue
-            found = self._collect(pool, bounds, futures.pop(bounds))
-            if (following := asked.index(bounds) + ahead) < len(asked):
+            current = futures.pop(bounds)
+            if (following := asked.index(bounds) + 1) < len(asked):
+                wait(current.values(), return_when=FIRST_COMPLETED)
                 futures[asked[following]] = self._submit(pool, asked[following])
+            found = self._collect(pool, bounds, current)
             if self.checkpoint is not None:
                 self.checkpoint.keep(bounds, found, unit=unit, end=self.end)
             out += found
@@ -246,37 +249,58 @@ def _fetch_short_series(
             ]
 
 
+def _startup_groups(
+    starts: dict[SeriesId, float], *, window: int, step: int, budget: int, pods: int
+) -> list[list[SeriesId]]:
+    """Series by start time, in groups whose range query stays under `budget` points and `pods` Pods."""
+    groups: list[list[SeriesId]] = []
+    first = 0.0
+    for sid in sorted(starts, key=starts.__getitem__):
+        group = groups[-1] if groups else None
+        if group is not None:
+            points = (len(group) + 1) * ((starts[sid] - first + window) // step + 1)
+            if points <= budget and len({s[:2] for s in group} | {sid[:2]}) <= pods:
+                group.append(sid)
+                continue
+        groups.append([sid])
+        first = starts[sid]
+    return groups
+
+
 def _startups(
-    prom: Prometheus, settings: BuildSettings, *, start: float, end: float
+    prom: Prometheus, settings: BuildSettings, found: list[SliceRecord], *, since: float, end: float
 ) -> dict[SeriesId, list[list[tuple[float, float]]]]:
-    """Start-up CPU points per series, split into one list per container start (age resets)."""
+    """Start-up CPU points (seconds since the start, cores) of the containers that started since `since`.
+
+    Their start times are already known from the memory pass, so only their first minutes are
+    read: one range query per group of starts close in time, never a pass over every series.
+    A container restarted in place within a slice is seen by its first start there only.
+    """
     step = queries.duration(settings.step)
     limit = settings.strategy.startup_window_seconds
-    usage_q = queries.startup_cpu(
-        settings.namespaces,
-        rate_window=queries.duration(settings.rate_window),
-        startup_window=limit,
-        recorded=settings.cpu_rate_metric,
-    )
-    age_q = queries.container_age(settings.namespaces, startup_window=limit)
-    answer = prom.range(usage_q, start=start, end=end, step=step)
-    usage = {series_id(s.labels): dict(s.points) for s in answer}
+    starts: dict[SeriesId, float] = {}
+    for record in found:
+        if record.start is not None and since <= record.start <= end:
+            starts[record.series] = min(record.start, starts.get(record.series, record.start))
     out: dict[SeriesId, list[list[tuple[float, float]]]] = defaultdict(list)
-    for series in prom.range(age_q, start=start, end=end, step=step):
-        sid = series_id(series.labels)
-        points = usage.get(sid)
-        if sid is None or not points:
-            continue
-        runs: list[list[tuple[float, float]]] = []
-        last_age = None
-        for t, age in series.points:
-            if t not in points:
+    for group in _startup_groups(starts, window=limit, step=step, budget=500_000, pods=500):
+        first, last = starts[group[0]], starts[group[-1]]
+        lo = end - (end - first) // step * step  # on the grid of the window's end, as the passes are
+        query = queries.cpu_values(
+            sorted({sid[0] for sid in group}),
+            sorted({sid[1] for sid in group}),
+            rate_window=queries.duration(settings.rate_window),
+            recorded=settings.cpu_rate_metric,
+        )
+        wanted = set(group)
+        for series in prom.range(query, start=lo, end=min(end, last + limit), step=step):
+            sid = series_id(series.labels)
+            if sid not in wanted:
                 continue
-            if last_age is None or age < last_age:
-                runs.append([])
-            runs[-1].append((age, max(points[t], 0.0)))
-            last_age = age
-        out[sid] += [run for run in runs if run]
+            assert sid is not None
+            run = [(t - starts[sid], max(v, 0.0)) for t, v in series.points if 0 <= t - starts[sid] <= limit]
+            if run:
+                out[sid].append(run)
     return out
 
 
@@ -303,8 +327,7 @@ def build_profiles(
         progress(f"  {checkpoint.note}")
     lookback = min(window, queries.duration(settings.startup_lookback))
     with ThreadPoolExecutor(max_workers=max(2, settings.concurrency)) as pool:
-        # The small queries and the start-up range query go first, then the two big passes overlap.
-        startups_f = pool.submit(_startups, prom, settings, start=end - lookback, end=end)
+        # The small queries go first, then the two big passes, then what the passes point to.
         owners_f = pool.submit(prom.instant, queries.owners_query(ns, span=window), at=end)
         oom_f = pool.submit(prom.instant, queries.oom_kills(ns, span=window), at=end)
         requests_f = pool.submit(prom.instant, queries.requests_query(ns, span=window), at=end)
@@ -322,9 +345,9 @@ def build_profiles(
             checkpoint.prune(before=end - window)
         owners = Owners.from_samples(owners_f.result())
         progress(f"  owners: {len(owners.pods)} pods known to kube-state-metrics")
+        startups_f = pool.submit(_startups, prom, settings, found, since=end - lookback, end=end)
         seen = _seen_without_start(prom, settings, found, end=end)
         stats = series_stats(found, interval=interval, seen=seen, since=end - window)
-        del found
         _fetch_short_series(prom, settings, stats, end=end)
         oom: dict[SeriesId, int] = {}
         for sample in oom_f.result():

@@ -21,7 +21,6 @@ __all__ = [
     "owners_query",
     "requests_query",
     "selector",
-    "startup_cpu",
     "stat_label",
 ]
 
@@ -102,13 +101,19 @@ def cpu_stats(
     quantiles: Sequence[float],
     recorded: str | None = None,
 ) -> str:
-    """Per container series: the given quantiles (1.0 = max) of its CPU usage over `span`."""
+    """Per container: the given quantiles (1.0 = max) of its CPU usage over `span`.
+
+    `by (namespace, pod, container)` keeps only the labels a build reads (cadvisor adds long `id`,
+    `image`, `name` ones) and folds duplicates (a restart's new cgroup) into the higher value.
+    """
     usage = cpu_usage(namespaces, rate_window=rate_window, recorded=recorded)
     # A recorded gauge is read as it is; a rate needs a subquery at the usage resolution.
     sub = f"[{promql_duration(span)}]" if recorded else f"[{promql_duration(span)}:{promql_duration(step)}]"
     parts = [
         stat_label(
-            f"max_over_time({usage}{sub})" if q >= 1.0 else f"quantile_over_time({q:g}, {usage}{sub})",
+            f"max by ({_BY}) ("
+            + (f"max_over_time({usage}{sub})" if q >= 1.0 else f"quantile_over_time({q:g}, {usage}{sub})")
+            + ")",
             f"q{q:g}",
         )
         for q in quantiles
@@ -128,13 +133,16 @@ def memory_stats(namespaces: Sequence[str], *, span: int) -> str:
 
     Only range functions over raw samples (one cheap pass each); a series' life is then its start
     (cadvisor's `container_start_time_seconds`) plus its sample count times the scrape interval.
+    Duplicate series of one container fold as their meaning says: highest peak, summed counts,
+    earliest start.
     """
     window = promql_duration(span)
+    memory, start = selector(MEMORY_METRIC, namespaces), selector(START_METRIC, namespaces)
     return _union(
         [
-            stat_label(f"max_over_time({selector(MEMORY_METRIC, namespaces)}[{window}])", "max"),
-            stat_label(f"count_over_time({selector(MEMORY_METRIC, namespaces)}[{window}])", "count"),
-            stat_label(f"min_over_time({selector(START_METRIC, namespaces)}[{window}])", "start"),
+            stat_label(f"max by ({_BY}) (max_over_time({memory}[{window}]))", "max"),
+            stat_label(f"sum by ({_BY}) (count_over_time({memory}[{window}]))", "count"),
+            stat_label(f"min by ({_BY}) (min_over_time({start}[{window}]))", "start"),
         ]
     )
 
@@ -164,24 +172,6 @@ def scrape_interval(namespaces: Sequence[str]) -> str:
     )
 
 
-def startup_cpu(
-    namespaces: Sequence[str], *, rate_window: int, startup_window: int, recorded: str | None = None
-) -> str:
-    """CPU rate only while a container is younger than `startup_window` (for a range query).
-
-    `and` on cadvisor's start time keeps the answer tiny (a few points per container start) and
-    empty when that metric is missing, rather than returning every point of the window.
-    """
-    usage = cpu_usage(namespaces, rate_window=rate_window, recorded=recorded)
-    young = f"(time() - {selector(START_METRIC, namespaces)}) <= {startup_window}"
-    return f"{usage} and on ({_BY}) ({young})"
-
-
-def start_times(namespaces: Sequence[str], *, span: int) -> str:
-    """When each container started (cadvisor), per series, as last seen in the window."""
-    return f"max_over_time({selector(START_METRIC, namespaces)}[{promql_duration(span)}])"
-
-
 def oom_kills(namespaces: Sequence[str], *, span: int) -> str:
     """1 for every container series whose last termination in the window was an OOM kill."""
     series = selector(OOM_METRIC, namespaces, reason="OOMKilled")
@@ -206,8 +196,3 @@ def owners_query(namespaces: Sequence[str], *, span: int) -> str:
 def namespaces_query(*, span: int) -> str:
     """The namespaces that have container memory data in the window (to split a too-large build)."""
     return f"count by (namespace) (max_over_time({selector(MEMORY_METRIC)}[{promql_duration(span)}]))"
-
-
-def container_age(namespaces: Sequence[str], *, startup_window: int) -> str:
-    """Seconds since each container started, only while it is younger than `startup_window`."""
-    return f"(time() - {selector(START_METRIC, namespaces)}) <= {startup_window}"
