@@ -105,8 +105,9 @@ class TestWhatIsKept:
         [
             (None, "no checkpoint yet"),
             (b"{not json", "unreadable"),
-            (b'{"key": "other settings", "slices": []}', "other settings"),
-            (b'{"key": "k", "slices": [[0, 1, [["too", "short"]]]]}', "malformed"),
+            (b'{"key": "other settings"}\n[0, 1, []]\n', "other settings"),
+            (b'{"key": "k"}\n[0, 1, [["too", "short"]]]\n', "malformed"),
+            (b'{"key": "k"}\n[0, 1, [[', "unreadable"),  # cut short by a full disk
         ],
     )
     def test_a_missing_foreign_or_damaged_checkpoint_means_a_full_build(

@@ -26,13 +26,13 @@ from webhook.profiles.slices import (
     DAY,
     SeriesId,
     SliceRecord,
+    StatsBySeries,
     aligned_cut,
     auto_slices,
     even_cut,
     per_day,
     records,
     series_id,
-    series_stats,
     without_start,
 )
 from webhook.profiles.store import ProfileDocument, WorkloadEntry
@@ -208,10 +208,10 @@ def _seen_without_start(
 
 
 def _fetch_short_series(
-    prom: Prometheus, settings: BuildSettings, stats: dict[SeriesId, list[SeriesStats]], *, end: float
+    prom: Prometheus, settings: BuildSettings, stats: StatsBySeries, *, end: float
 ) -> None:
     """Replace the quantile summaries of short series by all their values (one query per 500 Pods)."""
-    sizes = {sid: sum(p.samples for p in parts) for sid, parts in stats.items()}
+    sizes = {sid: stats.samples(sid) for sid in stats}
     short, budget = [], settings.raw_budget
     for sid in sorted(sizes, key=lambda sid: (sizes[sid], sid)):
         if sizes[sid] >= settings.raw_limit or sizes[sid] > budget:
@@ -347,7 +347,7 @@ def build_profiles(
         progress(f"  owners: {len(owners.pods)} pods known to kube-state-metrics")
         startups_f = pool.submit(_startups, prom, settings, found, since=end - lookback, end=end)
         seen = _seen_without_start(prom, settings, found, end=end)
-        stats = series_stats(found, interval=interval, seen=seen, since=end - window)
+        stats = StatsBySeries(found, interval=interval, seen=seen, since=end - window)
         _fetch_short_series(prom, settings, stats, end=end)
         oom: dict[SeriesId, int] = {}
         for sample in oom_f.result():
@@ -368,13 +368,14 @@ def build_profiles(
     containers: dict[WorkloadKey, dict[str, ContainerProfile]] = defaultdict(dict)
     current: dict[WorkloadKey, dict[str, dict[str, Decimal]]] = defaultdict(dict)
     for (key, container), sids in histories.items():
+        each = {sid: stats[sid] for sid in sids}  # made here, dropped after: one container at a time
         history = ContainerHistory(
-            series=[s for sid in sids for s in stats[sid]],
+            series=[s for parts in each.values() for s in parts],
             oom_kills=sum(oom.get(sid, 0) for sid in sids),
             startups=[run for sid in sids for run in startups.get(sid, [])],
         )
         containers[key][container] = recommend(history, settings=settings.strategy, window=settings.window)
-        latest = max(sids, key=lambda sid: max(s.last for s in stats[sid]))
+        latest = max(sids, key=lambda sid: max(s.last for s in each[sid]))
         if requests.get(latest):
             current[key][container] = requests[latest]
     workloads = {

@@ -12,7 +12,7 @@ import itertools
 import math
 import sys
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import NamedTuple
 
 from webhook.profiles.prometheus import Sample
@@ -22,13 +22,13 @@ __all__ = [
     "DAY",
     "SeriesId",
     "SliceRecord",
+    "StatsBySeries",
     "aligned_cut",
     "auto_slices",
     "even_cut",
     "per_day",
     "records",
     "series_id",
-    "series_stats",
     "without_start",
 ]
 
@@ -129,40 +129,65 @@ def records(
     return out
 
 
-def series_stats(
-    found: Iterable[SliceRecord],
-    *,
-    interval: float,
-    seen: Mapping[SeriesId, tuple[float, float]],
-    since: float,
-) -> dict[SeriesId, list[SeriesStats]]:
-    """Every record as the strategy's `SeriesStats`, grouped per series.
+class StatsBySeries(Mapping[SeriesId, list[SeriesStats]]):
+    """Every series' records as the strategy's `SeriesStats`, made when asked rather than all held.
 
     A series' life in a slice starts at its container start (or the slice start) and lasts its
     sample count times the scrape `interval` (one fewer from its start: the first sample begins it),
     never before the window starts (`since`); `seen` (first/last from the coverage fallback) is
-    used for series without a start time.
+    used for series without a start time. A series fetched whole is set in place of its records.
     """
-    out: dict[SeriesId, list[SeriesStats]] = defaultdict(list)
-    for record in found:
-        sid, lo, hi, count = record.series, record.lo, record.hi, record.samples
+
+    def __init__(
+        self,
+        found: Iterable[SliceRecord],
+        *,
+        interval: float,
+        seen: Mapping[SeriesId, tuple[float, float]],
+        since: float,
+    ) -> None:
+        self._records: dict[SeriesId, list[SliceRecord]] = defaultdict(list)
+        for record in found:
+            self._records[record.series].append(record)
+        self._whole: dict[SeriesId, list[SeriesStats]] = {}
+        self.interval, self.seen, self.since = interval, seen, since
+
+    def __getitem__(self, sid: SeriesId) -> list[SeriesStats]:
+        whole = self._whole.get(sid)
+        if whole is not None:
+            return whole
+        if sid not in self._records:
+            raise KeyError(sid)
+        return [self._stats(record) for record in self._records[sid]]
+
+    def __setitem__(self, sid: SeriesId, stats: list[SeriesStats]) -> None:
+        self._whole[sid] = stats
+
+    def __iter__(self) -> Iterator[SeriesId]:
+        return iter(self._records)
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def samples(self, sid: SeriesId) -> int:
+        return sum(record.samples for record in self._records[sid])
+
+    def _stats(self, record: SliceRecord) -> SeriesStats:
+        sid, lo, hi, count, interval = record.series, record.lo, record.hi, record.samples, self.interval
         if record.start is not None and record.start < lo:
             # Alive before: its previous sample came within an interval before `lo`, half on average,
             # and so begins this slice's life (which then spans `count` intervals, not one fewer).
-            first = max(since, lo - interval / 2)
+            first = max(self.since, lo - interval / 2)
             last = min(hi, first + count * interval)
         elif record.start is not None:
             first = min(hi, record.start)
             last = min(hi, first + (count - 1) * interval)
-        elif sid in seen:
-            first, last = max(lo, seen[sid][0]), min(hi, seen[sid][1])
+        elif sid in self.seen:
+            first, last = max(lo, self.seen[sid][0]), min(hi, self.seen[sid][1])
         else:  # nothing says when: the count alone, placed at the end of the slice
             first, last = max(lo, hi - (count - 1) * interval), hi
-        out[sid].append(
-            SeriesStats(samples=count, first=first, last=max(first, last), memory_peak=record.memory_peak,
-                        cpu_quantiles=dict(record.cpu))
-        )
-    return out
+        return SeriesStats(samples=count, first=first, last=max(first, last), memory_peak=record.memory_peak,
+                           cpu_quantiles=dict(record.cpu))
 
 
 def without_start(found: Iterable[SliceRecord]) -> bool:
