@@ -68,7 +68,7 @@ class TestTheAlignedGrid:
 
 
 class TestWhatIsKept:
-    RECORD = SliceRecord(("ns", "pod", "app"), 0.0, float(DAY), 288, None, 1.0, ((0.95, 0.1), (1.0, 0.2)))
+    RECORD = SliceRecord(("ns", "pod", "app"), 0.0, float(DAY), 288, None, 1.0, (0.1, 0.2))
 
     @pytest.mark.parametrize(
         ("bounds", "end", "kept"),

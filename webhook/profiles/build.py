@@ -151,7 +151,8 @@ class _Collector:
             middle = lo + (span // 2 // self.step) * self.step
             first = self._collect(pool, (lo, middle), self._submit(pool, (lo, middle)))
             return first + self._collect(pool, (middle, hi), self._submit(pool, (middle, hi)))
-        return records(bounds, answers["memory"], answers["cpu"], interned=self._ids)
+        return records(bounds, answers["memory"], answers["cpu"], grid=self.settings.strategy.quantile_grid(),
+                       interned=self._ids)
 
     def passes(self, pool: ThreadPoolExecutor) -> list[SliceRecord]:
         """Every slice of the window: from the checkpoint when it has it, else asked."""
@@ -347,7 +348,8 @@ def build_profiles(
         progress(f"  owners: {len(owners.pods)} pods known to kube-state-metrics")
         startups_f = pool.submit(_startups, prom, settings, found, since=end - lookback, end=end)
         seen = _seen_without_start(prom, settings, found, end=end)
-        stats = StatsBySeries(found, interval=interval, seen=seen, since=end - window)
+        stats = StatsBySeries(found, interval=interval, seen=seen, since=end - window,
+                              grid=settings.strategy.quantile_grid())
         _fetch_short_series(prom, settings, stats, end=end)
         oom: dict[SeriesId, int] = {}
         for sample in oom_f.result():

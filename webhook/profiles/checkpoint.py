@@ -23,7 +23,7 @@ from webhook.profiles.slices import SeriesId, SliceRecord
 
 __all__ = ["SETTLE", "Checkpoint", "checkpoint_key", "default_checkpoint_path", "load", "save"]
 
-_VERSION = 1
+_VERSION = 2
 _ENV = "POD_TAILOR_CHECKPOINT"
 SETTLE = 3600  # a slice is kept once it ended this long before the build's end: late samples land first
 _Bounds = tuple[float, float]
@@ -100,7 +100,7 @@ def load(path: Path, *, key: str) -> Checkpoint:
                     if shared is None:
                         shared = interned.setdefault(sid, tuple(map(sys.intern, sid)))  # type: ignore[arg-type]
                     found.append(SliceRecord(shared, float(sub_lo), float(sub_hi), int(samples), start, peak,
-                                             tuple((float(q), float(v)) for q, v in cpu)))
+                                             tuple(map(float, cpu))))
                 slices[(float(lo), float(hi))] = found
         except (OSError, orjson.JSONDecodeError) as exc:
             return Checkpoint(key, note=f"checkpoint {path} unreadable ({exc}): not used")

@@ -12,7 +12,7 @@ import itertools
 import math
 import sys
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import NamedTuple
 
 from webhook.profiles.prometheus import Sample
@@ -46,7 +46,7 @@ class SliceRecord(NamedTuple):
     samples: int
     start: float | None  # cadvisor's container start time, when the series has one
     memory_peak: float | None  # bytes
-    cpu: tuple[tuple[float, float], ...]  # (quantile, cores); 1.0 is the maximum
+    cpu: tuple[float, ...]  # cores at each quantile of the build's grid (1.0 is the max); NaN: none
 
 
 def auto_slices(*, series: float, window: int, interval: float, samples_per_query: int) -> int:
@@ -97,11 +97,13 @@ def records(
     memory: Iterable[Sample],
     cpu: Iterable[Sample],
     *,
+    grid: Sequence[float],
     interned: dict[SeriesId, SeriesId],
 ) -> list[SliceRecord]:
     """One slice's two answers (memory `max`/`count`/`start`, CPU `q<quantile>`) joined per series.
 
     A series without a sample count (no memory series) has no life to weigh its CPU by: dropped.
+    CPU values are kept flat, one per quantile of `grid` (half the memory of (quantile, value) pairs).
     `interned` shares one id tuple (and interned strings) per series across slices.
     """
     mem: dict[SeriesId, dict[str, float]] = defaultdict(dict)
@@ -109,11 +111,11 @@ def records(
         sid = series_id(sample.labels)
         if sid is not None:
             mem[sid][sample.labels.get("stat", "")] = sample.value
-    quantiles: dict[SeriesId, list[tuple[float, float]]] = defaultdict(list)
+    quantiles: dict[SeriesId, dict[float, float]] = defaultdict(dict)
     for sample in cpu:
         sid, stat = series_id(sample.labels), sample.labels.get("stat", "")
         if sid is not None and stat.startswith("q"):
-            quantiles[sid].append((float(stat[1:]), max(sample.value, 0.0)))
+            quantiles[sid][float(stat[1:])] = max(sample.value, 0.0)
     lo, hi = bounds
     out = []
     for sid, stats in mem.items():
@@ -124,7 +126,7 @@ def records(
             shared = interned.setdefault(sid, tuple(sys.intern(part) for part in sid))  # type: ignore[arg-type]
         out.append(
             SliceRecord(shared, lo, hi, int(stats["count"]), stats.get("start"), stats.get("max"),
-                        tuple(sorted(quantiles.get(sid, ()))))
+                        tuple(quantiles[sid].get(q, math.nan) for q in grid) if sid in quantiles else ())
         )
     return out
 
@@ -145,12 +147,13 @@ class StatsBySeries(Mapping[SeriesId, list[SeriesStats]]):
         interval: float,
         seen: Mapping[SeriesId, tuple[float, float]],
         since: float,
+        grid: Sequence[float],
     ) -> None:
         self._records: dict[SeriesId, list[SliceRecord]] = defaultdict(list)
         for record in found:
             self._records[record.series].append(record)
         self._whole: dict[SeriesId, list[SeriesStats]] = {}
-        self.interval, self.seen, self.since = interval, seen, since
+        self.interval, self.seen, self.since, self.grid = interval, seen, since, tuple(grid)
 
     def __getitem__(self, sid: SeriesId) -> list[SeriesStats]:
         whole = self._whole.get(sid)
@@ -186,8 +189,9 @@ class StatsBySeries(Mapping[SeriesId, list[SeriesStats]]):
             first, last = max(lo, self.seen[sid][0]), min(hi, self.seen[sid][1])
         else:  # nothing says when: the count alone, placed at the end of the slice
             first, last = max(lo, hi - (count - 1) * interval), hi
+        cpu = zip(self.grid, record.cpu, strict=False)  # () when the series had no CPU answer
         return SeriesStats(samples=count, first=first, last=max(first, last), memory_peak=record.memory_peak,
-                           cpu_quantiles=dict(record.cpu))
+                           cpu_quantiles={q: v for q, v in cpu if not math.isnan(v)})
 
 
 def without_start(found: Iterable[SliceRecord]) -> bool:
