@@ -3,8 +3,9 @@
 Generates `--workloads` Deployments x `--containers` containers x `--replicas` replicas over `--days`
 at `--resolution` seconds, with churn (every Pod replaced every ~2 days, a new ReplicaSet hash every
 ~5 days), backfills it day by day with promtool (one-day blocks), starts Prometheus with its default
-limits, then times one `pod-tailor profiles build` in a child process (its own peak RSS) and prints the
-number of queries. Finally it times `ProfileSnapshot.for_workload` with 1,000 and 100,000 profiles
+limits, then times a first `pod-tailor profiles build` and the next one (which reads the past days
+from the first one's checkpoint) in child processes (their own peak RSS) and prints the numbers of
+queries. Finally it times `ProfileSnapshot.for_workload` with 1,000 and 100,000 profiles
 loaded (O(1): the ratio should be about 1). Targets: build under 60 s, build RSS under 500 MiB.
 
     .venv/bin/python bench/profiles.py                       # 2,000 x 3 x 3, 14 days at 5 minutes

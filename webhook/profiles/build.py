@@ -1,10 +1,11 @@
 """Prometheus -> strategy -> store: one profile build.
 
 A build issues a fixed handful of queries for the whole scope (all namespaces, or the ones named):
-owners, OOM kills, current requests, the scrape interval, CPU quantiles, memory peaks with start
-times, short-lived Pods' usage, and two small start-up range queries, a few at a time. When
-Prometheus refuses the big ones for loading too many samples, their time span is halved and asked
-again, so a large cluster costs a few more queries, never one per Pod.
+owners, OOM kills, current requests, the scrape interval, then the two big passes (CPU quantiles,
+memory peaks with counts and start times) slice by slice, then the usage of short-lived Pods and of
+the containers that started recently. When Prometheus refuses a slice for loading too many samples,
+it is halved and asked again, so a large cluster costs a few more queries, never one per Pod. With a
+checkpoint, the whole past days it holds are not asked again (see `checkpoint`).
 """
 
 from __future__ import annotations
