@@ -218,3 +218,4 @@ class TestTheCommand:
                 "--allow-partial", "--checkpoint", str(where)]
         assert main(args) == 0
         assert not where.exists()
+
