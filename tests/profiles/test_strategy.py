@@ -14,6 +14,7 @@ from webhook.profiles.strategy import (
     ContainerHistory,
     SeriesStats,
     StrategySettings,
+    _cdf,
     confidence,
     covered_hours,
     exact_quantile,
@@ -145,6 +146,39 @@ class TestCpu:
         # Pooling can move the answer past a replica's own p95, never past the neighbouring knots.
         assert min(level * 1.4 for _, level in replicas) - 1e-9 <= got
         assert got <= max(level * 1.5 for _, level in replicas) + 1e-9
+
+    @given(
+        st.lists(
+            st.tuples(
+                st.integers(min_value=1, max_value=5_000),
+                st.floats(min_value=0.0, max_value=4.0),  # the series' p95
+                st.floats(min_value=0.0, max_value=4.0),  # how far its max lies above it
+            ),
+            min_size=1,
+            max_size=8,
+        ),
+        st.lists(st.floats(min_value=0.0, max_value=8.0), max_size=40),
+        st.floats(min_value=0.5, max_value=0.999),
+    )
+    def test_the_pooled_percentile_is_where_a_bisection_of_the_pooled_cdf_lands(
+        self, series: list[tuple[int, float, float]], values: list[float], q: float
+    ) -> None:
+        summaries = [(n, [(p95, 0.95), (p95 + above, 1.0)]) for n, p95, above in series]
+        got = mixture_quantile(summaries, values, q)
+        # The oracle: the smallest x where the pooled CDF reaches q, by plain bisection.
+        total = sum(n for n, _ in summaries) + len(values)
+
+        def reached(x: float) -> bool:
+            pooled = sum(n * _cdf(knots, x) for n, knots in summaries) + sum(v <= x for v in values)
+            return pooled >= q * total
+
+        lo, hi = 0.0, max([p95 + above for _, p95, above in series] + values)
+        if reached(lo):
+            hi = lo
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            lo, hi = (lo, mid) if reached(mid) else (mid, hi)
+        assert math.isclose(got, hi, rel_tol=1e-6, abs_tol=1e-9)
 
     @given(st.floats(min_value=50, max_value=99.9))
     def test_a_higher_percentile_never_gives_less_cpu(self, percentile: float) -> None:
