@@ -155,8 +155,14 @@ class _Collector:
         return records(bounds, answers["memory"], answers["cpu"], grid=self.settings.strategy.quantile_grid(),
                        interned=self._ids)
 
-    def passes(self, pool: ThreadPoolExecutor) -> list[SliceRecord]:
-        """Every slice of the window: from the checkpoint when it has it, else asked."""
+    def passes(
+        self, pool: ThreadPoolExecutor, *, recent: float, on_recent: Callable[[list[SliceRecord]], None]
+    ) -> list[SliceRecord]:
+        """Every slice of the window: from the checkpoint when it has it, else asked.
+
+        Newest first: once the slices back to `recent` are in, `on_recent` gets their records (the
+        start-up reads need no more), while the older slices are still being asked.
+        """
         lo, hi = self.end - self.window, self.end
         if self.checkpoint is not None:
             unit = DAY // per_day(self.slices, window=self.window)
@@ -169,19 +175,23 @@ class _Collector:
         # keeps both cores busy, and at most two slices' answers are held at once (memory).
         futures = {b: self._submit(pool, b) for b in asked[:1]}
         out: list[SliceRecord] = []
+        recent_at: float | None = recent
         for i, bounds in enumerate(grid):
             if bounds in kept:
                 out += kept[bounds]
-                continue
-            current = futures.pop(bounds)
-            if (following := asked.index(bounds) + 1) < len(asked):
-                wait(current.values(), return_when=FIRST_COMPLETED)
-                futures[asked[following]] = self._submit(pool, asked[following])
-            found = self._collect(pool, bounds, current)
-            if self.checkpoint is not None:
-                self.checkpoint.keep(bounds, found, unit=unit, end=self.end)
-            out += found
-            self.progress(f"  slice {i + 1}/{len(grid)}: {len(found)} series")
+            else:
+                current = futures.pop(bounds)
+                if (following := asked.index(bounds) + 1) < len(asked):
+                    wait(current.values(), return_when=FIRST_COMPLETED)
+                    futures[asked[following]] = self._submit(pool, asked[following])
+                found = self._collect(pool, bounds, current)
+                if self.checkpoint is not None:
+                    self.checkpoint.keep(bounds, found, unit=unit, end=self.end)
+                out += found
+                self.progress(f"  slice {i + 1}/{len(grid)}: {len(found)} series")
+            if recent_at is not None and bounds[0] <= recent_at:
+                on_recent(list(out))
+                recent_at = None
         where = f", {len(kept)} from the checkpoint" if kept else ""
         self.progress(f"  {len(out)} series values from {len(grid)} slice(s){where}")
         return out
@@ -342,12 +352,18 @@ def build_profiles(
                                            samples_per_query=settings.samples_per_query)
             progress(f"  {live:.0f} live series every {interval:g}s: the big passes in "
                      f"{collector.slices} slice(s)" + (" or more, on whole days" if checkpoint else ""))
-        found = collector.passes(pool)
+        reading: list[Future[dict[SeriesId, list[list[tuple[float, float]]]]]] = []
+        found = collector.passes(
+            pool,
+            recent=end - lookback,
+            on_recent=lambda recent: reading.append(
+                pool.submit(_startups, prom, settings, recent, since=end - lookback, end=end)
+            ),
+        )
         if checkpoint is not None:
             checkpoint.prune(before=end - window)
         owners = Owners.from_samples(owners_f.result())
         progress(f"  owners: {len(owners.pods)} pods known to kube-state-metrics")
-        startups_f = pool.submit(_startups, prom, settings, found, since=end - lookback, end=end)
         seen = _seen_without_start(prom, settings, found, end=end)
         stats = StatsBySeries(found, interval=interval, seen=seen, since=end - window,
                               grid=settings.strategy.quantile_grid())
@@ -362,6 +378,9 @@ def build_profiles(
             sid, resource = series_id(sample.labels), sample.labels.get("resource")
             if sid is not None and resource in {"cpu", "memory"}:
                 requests[sid][resource] = Decimal(repr(sample.value))
+        # Asked as soon as the newest slices were in (while older ones were read): `passes` always
+        # calls back, the oldest slice starting at the window's start, no later than the look-back.
+        (startups_f,) = reading
         startups = startups_f.result()
     progress(f"  start-up: {sum(len(v) for v in startups.values())} container starts seen")
 
