@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -47,16 +48,19 @@ class TestTheAlignedGrid:
             (10 * HOUR, 11 * HOUR, 6 * HOUR, [(10 * HOUR, 11 * HOUR)]),  # inside one cell: one slice
             (5 * HOUR, 13 * HOUR, 6 * HOUR,
              [(5 * HOUR, 6 * HOUR), (6 * HOUR, 12 * HOUR), (12 * HOUR, 13 * HOUR)]),
+            # An end a fraction of a second past a boundary: no sliver slice, it joins the day before.
+            (DAY + 0.3 - 2 * DAY, DAY + 0.3, DAY, [(-DAY + 0.3, 0.0), (0.0, DAY + 0.3)]),
+            (0.0 - 30, 2 * DAY, DAY, [(-30.0, DAY), (DAY, 2 * DAY)]),  # a start 30 s before one
         ],
     )
     def test_slices_fall_on_multiples_of_the_unit_since_the_epoch(
         self, lo: float, hi: float, unit: int, expected: list[tuple[float, float]]
     ) -> None:
-        assert sorted(aligned_cut(lo, hi, unit=unit)) == sorted(expected)
+        assert sorted(aligned_cut(lo, hi, unit=unit, step=60)) == sorted(expected)
 
     def test_the_same_days_come_back_whatever_the_hour_of_the_build(self) -> None:
-        early = set(aligned_cut(100 * DAY + 3 * HOUR - 14 * DAY, 100 * DAY + 3 * HOUR, unit=DAY))
-        late = set(aligned_cut(100 * DAY + 20 * HOUR - 14 * DAY, 100 * DAY + 20 * HOUR, unit=DAY))
+        early = set(aligned_cut(100 * DAY + 3 * HOUR - 14 * DAY, 100 * DAY + 3 * HOUR, unit=DAY, step=60))
+        late = set(aligned_cut(100 * DAY + 20 * HOUR - 14 * DAY, 100 * DAY + 20 * HOUR, unit=DAY, step=60))
         assert len(early & late) == 13  # every whole day; only the two edges moved
 
     @pytest.mark.parametrize(
@@ -94,11 +98,15 @@ class TestWhatIsKept:
 
     def test_a_saved_checkpoint_reads_back_the_same(self, tmp_path: Path) -> None:
         other = self.RECORD._replace(series=("ns", "pod-2", "app"), start=12.0, memory_peak=None)
-        found = Checkpoint("k", {(0.0, DAY): [self.RECORD, other]})
+        missing = self.RECORD._replace(series=("ns", "pod-3", "app"), cpu=(math.nan, 0.5))  # no p95
+        found = Checkpoint("k", {(0.0, DAY): [self.RECORD, other, missing]})
         checkpoint.save(found, tmp_path / "c.json")
         again = checkpoint.load(tmp_path / "c.json", key="k")
-        assert again.slices == found.slices
         assert again.note == ""
+        (records,) = again.slices.values()
+        assert records[:2] == [self.RECORD, other]
+        assert math.isnan(records[2].cpu[0])
+        assert records[2]._replace(cpu=()) == missing._replace(cpu=())
 
     @pytest.mark.parametrize(
         ("content", "note"),

@@ -166,7 +166,7 @@ class _Collector:
         lo, hi = self.end - self.window, self.end
         if self.checkpoint is not None:
             unit = DAY // per_day(self.slices, window=self.window)
-            grid = aligned_cut(lo, hi, unit=unit)[::-1]
+            grid = aligned_cut(lo, hi, unit=unit, step=self.step)[::-1]
         else:
             unit, grid = 0, even_cut(lo, hi, pieces=self.slices, step=self.step)[::-1]
         kept = {b: found for b in grid if self.checkpoint and (found := self.checkpoint.take(b)) is not None}

@@ -10,6 +10,7 @@ a wrong one, and the key below changes whenever what the records mean changes.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import tempfile
@@ -77,6 +78,7 @@ def load(path: Path, *, key: str) -> Checkpoint:
 
     JSON lines, a header and then one line per slice, read one line at a time: a 14-day build of a
     large cluster keeps some 400,000 records, and parsing them all at once would double the memory.
+    A missing quantile (NaN) is written as null and read back as NaN.
     """
     try:
         lines = path.open("rb")
@@ -100,7 +102,7 @@ def load(path: Path, *, key: str) -> Checkpoint:
                     if shared is None:
                         shared = interned.setdefault(sid, tuple(map(sys.intern, sid)))  # type: ignore[arg-type]
                     found.append(SliceRecord(shared, float(sub_lo), float(sub_hi), int(samples), start, peak,
-                                             tuple(map(float, cpu))))
+                                             tuple(math.nan if v is None else float(v) for v in cpu)))
                 slices[(float(lo), float(hi))] = found
         except (OSError, orjson.JSONDecodeError) as exc:
             return Checkpoint(key, note=f"checkpoint {path} unreadable ({exc}): not used")

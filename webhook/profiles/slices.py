@@ -74,14 +74,16 @@ def even_cut(lo: float, hi: float, *, pieces: int, step: int) -> list[tuple[floa
     return [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
 
 
-def aligned_cut(lo: float, hi: float, *, unit: int) -> list[tuple[float, float]]:
+def aligned_cut(lo: float, hi: float, *, unit: int, step: int) -> list[tuple[float, float]]:
     """[lo, hi] cut at the multiples of `unit` seconds since the epoch (UTC days and their divisors).
 
     The slices inside are the same from one build to the next, so their answers can be kept; only
-    the two partial slices at the edges move with the window. Last slice first, like `even_cut`.
+    the two partial slices at the edges move with the window. An edge shorter than `step` joins its
+    neighbour (a query over less than a second is refused). Last slice first, like `even_cut`.
     """
     first = math.floor(lo / unit) * unit + unit
-    bounds = [float(lo), *map(float, range(first, math.ceil(hi), unit)), float(hi)]
+    inner = [float(b) for b in range(first, math.ceil(hi), unit) if b - lo >= step and hi - b >= step]
+    bounds = [float(lo), *inner, float(hi)]
     return [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
 
 
