@@ -16,6 +16,7 @@ from webhook.profiles.build import BuildResult, build_profiles
 from webhook.profiles.checkpoint import SETTLE, Checkpoint
 from webhook.profiles.prometheus import Prometheus
 from webhook.profiles.slices import DAY, SliceRecord, aligned_cut, per_day
+from webhook.profiles.strategy import StrategySettings
 
 HOUR = 3600
 SHOP = test_settings(namespaces=("shop",))
@@ -72,7 +73,7 @@ class TestTheAlignedGrid:
 
 
 class TestWhatIsKept:
-    RECORD = SliceRecord(("ns", "pod", "app"), 0.0, float(DAY), 288, None, 1.0, (0.1, 0.2))
+    RECORD = SliceRecord(("ns", "pod", "app"), 0.0, float(DAY), 288, None, 1.0, (0.1, 0.2), 50.0)
 
     @pytest.mark.parametrize(
         ("bounds", "end", "kept"),
@@ -99,10 +100,11 @@ class TestWhatIsKept:
     def test_a_saved_checkpoint_reads_back_the_same(self, tmp_path: Path) -> None:
         other = self.RECORD._replace(series=("ns", "pod-2", "app"), start=12.0, memory_peak=None)
         missing = self.RECORD._replace(series=("ns", "pod-3", "app"), cpu=(math.nan, 0.5))  # no p95
-        found = Checkpoint("k", {(0.0, DAY): [self.RECORD, other, missing]})
+        found = Checkpoint("k", {(0.0, DAY): [self.RECORD, other, missing]}, unit=DAY)
         checkpoint.save(found, tmp_path / "c.json")
         again = checkpoint.load(tmp_path / "c.json", key="k")
         assert again.note == ""
+        assert again.unit == DAY
         (records,) = again.slices.values()
         assert records[:2] == [self.RECORD, other]
         assert math.isnan(records[2].cpu[0])
@@ -138,8 +140,26 @@ class TestWhatIsKept:
         assert SHOP.checkpoint_key("http://a") != SHOP.checkpoint_key("http://b")
 
     def test_the_window_and_the_strategy_margins_do_not_change_the_key(self) -> None:
-        shorter = test_settings(namespaces=("shop",), window="7d")
-        assert shorter.checkpoint_key("u") == SHOP.checkpoint_key("u")
+        strategy = StrategySettings(startup_window_seconds=scenarios.STARTUP_WINDOW, memory_margin=0.3,
+                                    min_hours=48)
+        other = test_settings(namespaces=("shop",), window="7d", strategy=strategy)
+        assert other.checkpoint_key("u") == SHOP.checkpoint_key("u")
+
+    @pytest.mark.parametrize(
+        ("kept", "needed", "used", "still_kept"),
+        [
+            (DAY, DAY, DAY, True),
+            (6 * HOUR, DAY, 6 * HOUR, True),  # fewer live series now: the finer grid stays
+            (DAY, 12 * HOUR, 12 * HOUR, False),  # more now: a finer grid, the old days are no use
+            (0, DAY, DAY, False),  # nothing kept yet
+        ],
+    )
+    def test_the_grid_stays_while_it_is_fine_enough(
+        self, kept: int, needed: int, used: int, still_kept: bool
+    ) -> None:
+        found = Checkpoint("k", {(0.0, float(kept or DAY)): [self.RECORD]}, unit=kept)
+        assert found.grid_unit(needed) == used
+        assert bool(found.slices) is still_kept
 
 
 class TestIncrementalBuilds:
@@ -169,7 +189,7 @@ class TestIncrementalBuilds:
         doctored = Checkpoint(kept.key, {
             bounds: [r._replace(memory_peak=(r.memory_peak or 0) * 10) for r in found]
             for bounds, found in kept.slices.items()
-        })
+        }, unit=kept.unit)
         again = _build(history, doctored)
         grown = [
             (again.document.workloads[key].containers[name], profile)
@@ -184,7 +204,7 @@ class TestIncrementalBuilds:
         self, history: History, cold: tuple[BuildResult, Checkpoint]
     ) -> None:
         _, kept = cold
-        later = Checkpoint(kept.key, dict(kept.slices))
+        later = Checkpoint(kept.key, dict(kept.slices), unit=kept.unit)
         result = _build(history, later, end=scenarios.END + DAY)
         assert result.reused_slices == len(kept.slices) - 1  # the oldest day left the window
         assert min(lo for lo, _ in later.slices) > scenarios.END + DAY - 15 * DAY

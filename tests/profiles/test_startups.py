@@ -12,8 +12,8 @@ class TestStartUpReads:
     """Start-up CPU is read for the containers that started, a group of close starts per query."""
 
     @staticmethod
-    def starts(times: list[float]) -> dict[tuple[str, str, str], float]:
-        return {("ns", f"pod-{i}", "app"): t for i, t in enumerate(times)}
+    def starts(times: list[float]) -> list[tuple[tuple[str, str, str], float]]:
+        return [(("ns", f"pod-{i}", "app"), t) for i, t in enumerate(times)]
 
     @pytest.mark.parametrize(
         ("times", "budget", "pods", "sizes"),
@@ -29,7 +29,12 @@ class TestStartUpReads:
     ) -> None:
         groups = _startup_groups(self.starts(times), window=300, step=60, budget=budget, pods=pods)
         assert [len(group) for group in groups] == sizes
-        assert sorted(sid for group in groups for sid in group) == sorted(self.starts(times))
+        assert sorted(start for group in groups for start in group) == sorted(self.starts(times))
+
+    def test_a_container_restarted_in_place_is_read_at_both_starts(self) -> None:
+        sid = ("ns", "pod", "app")
+        groups = _startup_groups([(sid, 0.0), (sid, 3 * DAY)], window=300, step=60, budget=1_000, pods=500)
+        assert groups == [[(sid, 0.0)], [(sid, 3 * DAY)]]
 
     def test_a_day_of_churn_in_a_large_cluster_is_read_in_a_few_dozen_queries(self) -> None:
         times = [i * DAY / 9_000 for i in range(9_000)]  # the 1-minute benchmark: ~9,000 starts a day

@@ -180,6 +180,23 @@ class TestCpu:
             lo, hi = (lo, mid) if reached(mid) else (mid, hi)
         assert math.isclose(got, hi, rel_tol=1e-6, abs_tol=1e-9)
 
+    @pytest.mark.parametrize(
+        ("knots", "x", "expected"),
+        [
+            ([(1.0, 0.95), (2.0, 1.0)], 1.5, 0.975),  # between the knots: linear
+            ([(1.0, 0.95), (2.0, 1.0)], 2.5, 1.0),  # past the max
+            ([(1.0, 0.95), (2.0, 1.0)], 0.5, 0.925),  # below the p95: the p95-max slope goes on down
+            ([(1.0, 0.95), (2.0, 1.0)], -100.0, 0.0),  # ... never below 0
+            ([(1.0, 0.95), (1.0, 1.0)], 0.5, 0.475),  # p95 = max: no slope, the line from (0, 0)
+            ([(0.0, 0.95), (0.0, 1.0)], 0.0, 1.0),  # idle: everything at 0
+            ([(2.0, 0.95)], 1.0, 0.475),  # one knot: the line from (0, 0)
+        ],
+    )
+    def test_a_series_cdf_through_its_knots(
+        self, knots: list[tuple[float, float]], x: float, expected: float
+    ) -> None:
+        assert math.isclose(_cdf(knots, x), expected, abs_tol=1e-12)
+
     @given(st.floats(min_value=50, max_value=99.9))
     def test_a_higher_percentile_never_gives_less_cpu(self, percentile: float) -> None:
         values = [0.05 * (i % 37) for i in range(500)]

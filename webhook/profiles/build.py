@@ -127,7 +127,7 @@ class _Collector:
         cpu = queries.cpu_stats(self.ns, span=span, step=self.step, rate_window=self.rate,
                                 quantiles=self.settings.strategy.quantile_grid(),
                                 recorded=self.settings.cpu_rate_metric)
-        memory = queries.memory_stats(self.ns, span=span)
+        memory = queries.memory_stats(self.ns, span=span, latest=max(300, 2 * self.step))
         return {name: pool.submit(self.prom.instant, query, at=hi)
                 for name, query in (("memory", memory), ("cpu", cpu))}
 
@@ -165,7 +165,7 @@ class _Collector:
         """
         lo, hi = self.end - self.window, self.end
         if self.checkpoint is not None:
-            unit = DAY // per_day(self.slices, window=self.window)
+            unit = self.checkpoint.grid_unit(DAY // per_day(self.slices, window=self.window))
             grid = aligned_cut(lo, hi, unit=unit, step=self.step)[::-1]
         else:
             unit, grid = 0, even_cut(lo, hi, pieces=self.slices, step=self.step)[::-1]
@@ -261,21 +261,24 @@ def _fetch_short_series(
             ]
 
 
+_Start = tuple[SeriesId, float]  # a container series and one time it started
+
+
 def _startup_groups(
-    starts: dict[SeriesId, float], *, window: int, step: int, budget: int, pods: int
-) -> list[list[SeriesId]]:
-    """Series by start time, in groups whose range query stays under `budget` points and `pods` Pods."""
-    groups: list[list[SeriesId]] = []
+    starts: list[_Start], *, window: int, step: int, budget: int, pods: int
+) -> list[list[_Start]]:
+    """Starts by time, in groups whose range query stays under `budget` points and `pods` Pods."""
+    groups: list[list[_Start]] = []
     first = 0.0
-    for sid in sorted(starts, key=starts.__getitem__):
+    for start in sorted(starts, key=lambda item: (item[1], item[0])):
         group = groups[-1] if groups else None
         if group is not None:
-            points = (len(group) + 1) * ((starts[sid] - first + window) // step + 1)
-            if points <= budget and len({s[:2] for s in group} | {sid[:2]}) <= pods:
-                group.append(sid)
+            points = (len(group) + 1) * ((start[1] - first + window) // step + 1)
+            if points <= budget and len({sid[:2] for sid, _ in group} | {start[0][:2]}) <= pods:
+                group.append(start)
                 continue
-        groups.append([sid])
-        first = starts[sid]
+        groups.append([start])
+        first = start[1]
     return groups
 
 
@@ -284,35 +287,37 @@ def _startups(
 ) -> dict[SeriesId, list[list[tuple[float, float]]]]:
     """Start-up CPU points (seconds since the start, cores) of the containers that started since `since`.
 
-    Their start times are already known from the memory pass, so only their first minutes are
-    read: one range query per group of starts close in time, never a pass over every series.
-    A container restarted in place within a slice is seen by its first start there only.
+    Their start times are already known from the memory pass (each slice's first start and the
+    latest, so a restart in place is seen too), so only their first minutes are read: one range
+    query per group of starts close in time, never a pass over every series.
     """
     step = queries.duration(settings.step)
     limit = settings.strategy.startup_window_seconds
-    starts: dict[SeriesId, float] = {}
-    for record in found:
-        if record.start is not None and since <= record.start <= end:
-            starts[record.series] = min(record.start, starts.get(record.series, record.start))
+    starts = sorted({
+        (record.series, at)
+        for record in found
+        for at in (record.start, record.latest)
+        if at is not None and since <= at <= end
+    })
     out: dict[SeriesId, list[list[tuple[float, float]]]] = defaultdict(list)
     for group in _startup_groups(starts, window=limit, step=step, budget=500_000, pods=500):
-        first, last = starts[group[0]], starts[group[-1]]
+        first, last = group[0][1], group[-1][1]
         lo = end - (end - first) // step * step  # on the grid of the window's end, as the passes are
         query = queries.cpu_values(
-            sorted({sid[0] for sid in group}),
-            sorted({sid[1] for sid in group}),
+            sorted({sid[0] for sid, _ in group}),
+            sorted({sid[1] for sid, _ in group}),
             rate_window=queries.duration(settings.rate_window),
             recorded=settings.cpu_rate_metric,
         )
-        wanted = set(group)
+        wanted: dict[SeriesId | None, list[float]] = defaultdict(list)
+        for member, at in group:
+            wanted[member].append(at)
         for series in prom.range(query, start=lo, end=min(end, last + limit), step=step):
             sid = series_id(series.labels)
-            if sid not in wanted:
-                continue
-            assert sid is not None
-            run = [(t - starts[sid], max(v, 0.0)) for t, v in series.points if 0 <= t - starts[sid] <= limit]
-            if run:
-                out[sid].append(run)
+            for at in wanted.get(sid, ()):
+                run = [(t - at, max(v, 0.0)) for t, v in series.points if 0 <= t - at <= limit]
+                if run and sid is not None:
+                    out[sid].append(run)
     return out
 
 

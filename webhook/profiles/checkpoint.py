@@ -24,7 +24,7 @@ from webhook.profiles.slices import SeriesId, SliceRecord
 
 __all__ = ["SETTLE", "Checkpoint", "checkpoint_key", "default_checkpoint_path", "load", "save"]
 
-_VERSION = 2
+_VERSION = 3
 _ENV = "POD_TAILOR_CHECKPOINT"
 SETTLE = 3600  # a slice is kept once it ended this long before the build's end: late samples land first
 _Bounds = tuple[float, float]
@@ -38,6 +38,18 @@ class Checkpoint:
     slices: dict[_Bounds, list[SliceRecord]] = field(default_factory=dict)
     note: str = ""  # why it is empty, when it was meant to be read
     reused: int = 0  # slices this build took from it (for the report)
+    unit: int = 0  # the grid's slice width the kept slices were cut on (0: none yet)
+
+    def grid_unit(self, needed: int) -> int:
+        """The slice width to cut on: the kept one while it is no wider than `needed`.
+
+        The width a build needs moves with the live series (churn), and changing it would miss
+        every kept slice; a finer grid than needed only costs a few more, smaller, queries.
+        """
+        if not self.unit or self.unit > needed:
+            self.slices = {}  # cut on another grid: none of them can be asked for again
+            self.unit = needed
+        return self.unit
 
     def take(self, bounds: _Bounds) -> list[SliceRecord] | None:
         found = self.slices.get(bounds)
@@ -93,22 +105,24 @@ def load(path: Path, *, key: str) -> Checkpoint:
             header = orjson.loads(lines.readline())
             if not isinstance(header, dict) or header.get("key") != key:
                 return Checkpoint(key, note=f"checkpoint {path} is for other settings: not used")
+            unit = int(header.get("unit") or 0)
             for line in lines:
                 lo, hi, rows = orjson.loads(line)
                 found = []
-                for ns, pod, container, sub_lo, sub_hi, samples, start, peak, cpu in rows:
+                for ns, pod, container, sub_lo, sub_hi, samples, start, peak, cpu, latest in rows:
                     sid = (ns, pod, container)
                     shared = interned.get(sid)
                     if shared is None:
                         shared = interned.setdefault(sid, tuple(map(sys.intern, sid)))  # type: ignore[arg-type]
                     found.append(SliceRecord(shared, float(sub_lo), float(sub_hi), int(samples), start, peak,
-                                             tuple(math.nan if v is None else float(v) for v in cpu)))
+                                             tuple(math.nan if v is None else float(v) for v in cpu),
+                                             latest))
                 slices[(float(lo), float(hi))] = found
         except (OSError, orjson.JSONDecodeError) as exc:
             return Checkpoint(key, note=f"checkpoint {path} unreadable ({exc}): not used")
         except (KeyError, TypeError, ValueError) as exc:
             return Checkpoint(key, note=f"checkpoint {path} malformed ({exc}): not used")
-    return Checkpoint(key, slices)
+    return Checkpoint(key, slices, unit=unit)
 
 
 def save(checkpoint: Checkpoint, path: Path) -> None:
@@ -117,9 +131,11 @@ def save(checkpoint: Checkpoint, path: Path) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "wb") as out:
-            out.write(orjson.dumps({"version": _VERSION, "key": checkpoint.key}) + b"\n")
+            header = {"version": _VERSION, "key": checkpoint.key, "unit": checkpoint.unit}
+            out.write(orjson.dumps(header) + b"\n")
             for (lo, hi), found in sorted(checkpoint.slices.items()):
-                rows = [[*r.series, r.lo, r.hi, r.samples, r.start, r.memory_peak, r.cpu] for r in found]
+                rows = [[*r.series, r.lo, r.hi, r.samples, r.start, r.memory_peak, r.cpu, r.latest]
+                        for r in found]
                 out.write(orjson.dumps([lo, hi, rows]) + b"\n")
         os.replace(tmp, path)
     except BaseException:

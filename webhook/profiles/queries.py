@@ -128,13 +128,14 @@ def cpu_values(
     return cpu_usage(namespaces, rate_window=rate_window, recorded=recorded, pods=pods)
 
 
-def memory_stats(namespaces: Sequence[str], *, span: int) -> str:
-    """Per container series: peak working set, sample count and first container start over `span`.
+def memory_stats(namespaces: Sequence[str], *, span: int, latest: int = 300) -> str:
+    """Per container series: peak working set, sample count, first and latest container start.
 
     Only range functions over raw samples (one cheap pass each); a series' life is then its start
     (cadvisor's `container_start_time_seconds`) plus its sample count times the scrape interval.
     Duplicate series of one container fold as their meaning says: highest peak, summed counts,
-    earliest start.
+    earliest start. The latest start (a restart in place) is read over the last `latest` seconds
+    only, which costs next to nothing.
     """
     window = promql_duration(span)
     memory, start = selector(MEMORY_METRIC, namespaces), selector(START_METRIC, namespaces)
@@ -143,6 +144,8 @@ def memory_stats(namespaces: Sequence[str], *, span: int) -> str:
             stat_label(f"max by ({_BY}) (max_over_time({memory}[{window}]))", "max"),
             stat_label(f"sum by ({_BY}) (count_over_time({memory}[{window}]))", "count"),
             stat_label(f"min by ({_BY}) (min_over_time({start}[{window}]))", "start"),
+            stat_label(f"max by ({_BY}) (last_over_time({start}[{promql_duration(min(latest, span))}]))",
+                       "latest"),
         ]
     )
 

@@ -47,6 +47,7 @@ class SliceRecord(NamedTuple):
     start: float | None  # cadvisor's container start time, when the series has one
     memory_peak: float | None  # bytes
     cpu: tuple[float, ...]  # cores at each quantile of the build's grid (1.0 is the max); NaN: none
+    latest: float | None = None  # the container's start as of the slice's end (differs after a restart)
 
 
 def auto_slices(*, series: float, window: int, interval: float, samples_per_query: int) -> int:
@@ -128,7 +129,8 @@ def records(
             shared = interned.setdefault(sid, tuple(sys.intern(part) for part in sid))  # type: ignore[arg-type]
         out.append(
             SliceRecord(shared, lo, hi, int(stats["count"]), stats.get("start"), stats.get("max"),
-                        tuple(quantiles[sid].get(q, math.nan) for q in grid) if sid in quantiles else ())
+                        tuple(quantiles[sid].get(q, math.nan) for q in grid) if sid in quantiles else (),
+                        stats.get("latest"))
         )
     return out
 
