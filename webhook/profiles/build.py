@@ -22,14 +22,16 @@ from webhook.core.workload import WorkloadKey
 from webhook.profiles import queries
 from webhook.profiles.checkpoint import Checkpoint, checkpoint_key
 from webhook.profiles.identity import Owners
-from webhook.profiles.prometheus import Prometheus, Sample, TooManySamplesError
+from webhook.profiles.prometheus import Prometheus, TooManySamplesError
 from webhook.profiles.slices import (
     DAY,
+    By,
     SeriesId,
     SliceRecord,
     StatsBySeries,
     aligned_cut,
     auto_slices,
+    by_series,
     even_cut,
     per_day,
     records,
@@ -121,18 +123,21 @@ class _Collector:
         self.checkpoint = checkpoint
         self._ids: dict[SeriesId, SeriesId] = {}
 
-    def _submit(self, pool: ThreadPoolExecutor, bounds: _Bounds) -> dict[str, Future[list[Sample]]]:
+    def _reduced(self, query: str, at: float) -> By:
+        return by_series(self.prom.instant(query, at=at), interned=self._ids)
+
+    def _submit(self, pool: ThreadPoolExecutor, bounds: _Bounds) -> dict[str, Future[By]]:
         lo, hi = bounds
         span = round(hi - lo)
         cpu = queries.cpu_stats(self.ns, span=span, step=self.step, rate_window=self.rate,
                                 quantiles=self.settings.strategy.quantile_grid(),
                                 recorded=self.settings.cpu_rate_metric)
         memory = queries.memory_stats(self.ns, span=span, latest=max(300, 2 * self.step))
-        return {name: pool.submit(self.prom.instant, query, at=hi)
+        return {name: pool.submit(self._reduced, query, hi)
                 for name, query in (("memory", memory), ("cpu", cpu))}
 
     def _collect(
-        self, pool: ThreadPoolExecutor, bounds: _Bounds, futures: dict[str, Future[list[Sample]]]
+        self, pool: ThreadPoolExecutor, bounds: _Bounds, futures: dict[str, Future[By]]
     ) -> list[SliceRecord]:
         """The records of `bounds`; a slice Prometheus refuses (too many samples, timeout) is halved."""
         waited = time.monotonic()
@@ -152,8 +157,7 @@ class _Collector:
             middle = lo + (span // 2 // self.step) * self.step
             first = self._collect(pool, (lo, middle), self._submit(pool, (lo, middle)))
             return first + self._collect(pool, (middle, hi), self._submit(pool, (middle, hi)))
-        return records(bounds, answers["memory"], answers["cpu"], grid=self.settings.strategy.quantile_grid(),
-                       interned=self._ids)
+        return records(bounds, answers["memory"], answers["cpu"], grid=self.settings.strategy.quantile_grid())
 
     def passes(
         self, pool: ThreadPoolExecutor, *, recent: float, on_recent: Callable[[list[SliceRecord]], None]

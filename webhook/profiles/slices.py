@@ -25,6 +25,7 @@ __all__ = [
     "StatsBySeries",
     "aligned_cut",
     "auto_slices",
+    "by_series",
     "even_cut",
     "per_day",
     "records",
@@ -95,43 +96,43 @@ def series_id(labels: Mapping[str, str]) -> SeriesId | None:
     return ns, pod, container
 
 
-def records(
-    bounds: tuple[float, float],
-    memory: Iterable[Sample],
-    cpu: Iterable[Sample],
-    *,
-    grid: Sequence[float],
-    interned: dict[SeriesId, SeriesId],
-) -> list[SliceRecord]:
-    """One slice's two answers (memory `max`/`count`/`start`, CPU `q<quantile>`) joined per series.
+By = dict[SeriesId, dict[str, float]]  # one answer reduced: each series' values by `stat` label
 
-    A series without a sample count (no memory series) has no life to weigh its CPU by: dropped.
-    CPU values are kept flat, one per quantile of `grid` (half the memory of (quantile, value) pairs).
-    `interned` shares one id tuple (and interned strings) per series across slices.
+
+def by_series(samples: Iterable[Sample], *, interned: dict[SeriesId, SeriesId]) -> By:
+    """One answer as {series: {stat: value}}, sharing one id tuple (interned strings) per series.
+
+    Done as each answer arrives, so its label dicts are dropped at once: a large slice answers
+    some 100,000 series values, and two slices are in flight.
     """
-    mem: dict[SeriesId, dict[str, float]] = defaultdict(dict)
-    for sample in memory:
+    out: By = defaultdict(dict)
+    for sample in samples:
         sid = series_id(sample.labels)
-        if sid is not None:
-            mem[sid][sample.labels.get("stat", "")] = sample.value
-    quantiles: dict[SeriesId, dict[float, float]] = defaultdict(dict)
-    for sample in cpu:
-        sid, stat = series_id(sample.labels), sample.labels.get("stat", "")
-        if sid is not None and stat.startswith("q"):
-            quantiles[sid][float(stat[1:])] = max(sample.value, 0.0)
-    lo, hi = bounds
-    out = []
-    for sid, stats in mem.items():
-        if "count" not in stats:
+        if sid is None:
             continue
         shared = interned.get(sid)
         if shared is None:
             shared = interned.setdefault(sid, tuple(sys.intern(part) for part in sid))  # type: ignore[arg-type]
-        out.append(
-            SliceRecord(shared, lo, hi, int(stats["count"]), stats.get("start"), stats.get("max"),
-                        tuple(quantiles[sid].get(q, math.nan) for q in grid) if sid in quantiles else (),
-                        stats.get("latest"))
-        )
+        out[shared][sample.labels.get("stat", "")] = sample.value
+    return out
+
+
+def records(bounds: tuple[float, float], memory: By, cpu: By, *, grid: Sequence[float]) -> list[SliceRecord]:
+    """One slice's two answers (memory `max`/`count`/`start`/`latest`, CPU `q<quantile>`) joined.
+
+    A series without a sample count (no memory series) has no life to weigh its CPU by: dropped.
+    CPU values are kept flat, one per quantile of `grid` (half the memory of (quantile, value) pairs).
+    """
+    stats = [f"q{q:g}" for q in grid]
+    lo, hi = bounds
+    out = []
+    for sid, mem in memory.items():
+        if "count" not in mem:
+            continue
+        found = cpu.get(sid)
+        values = tuple(max(found.get(stat, math.nan), 0.0) for stat in stats) if found else ()
+        out.append(SliceRecord(sid, lo, hi, int(mem["count"]), mem.get("start"), mem.get("max"), values,
+                               mem.get("latest")))
     return out
 
 
