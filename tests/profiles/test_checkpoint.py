@@ -15,7 +15,7 @@ from webhook.profiles import checkpoint
 from webhook.profiles.build import BuildResult, build_profiles
 from webhook.profiles.checkpoint import SETTLE, Checkpoint
 from webhook.profiles.prometheus import Prometheus
-from webhook.profiles.slices import DAY, SliceRecord, aligned_cut, per_day
+from webhook.profiles.slices import DAY, SliceRecord, SliceRecords, aligned_cut, per_day
 from webhook.profiles.strategy import StrategySettings
 
 HOUR = 3600
@@ -28,6 +28,12 @@ def _build(history: History, kept: Checkpoint | None, *, end: float = scenarios.
         return build_profiles(prom, SHOP, end=end, checkpoint=kept)
     finally:
         prom.close()
+
+
+def rows(*found: SliceRecord) -> SliceRecords:
+    out = SliceRecords(2)
+    out.extend(found)
+    return out
 
 
 def _fresh(history: History) -> Checkpoint:
@@ -72,6 +78,29 @@ class TestTheAlignedGrid:
         assert per_day(slices, window=14 * DAY) == expected
 
 
+class TestRecordsInColumns:
+    RECORD = SliceRecord(("ns", "pod", "app"), 0.0, float(DAY), 288, None, 1.0, (0.1, 0.2), 50.0)
+
+    def test_rows_read_back_as_they_were_given_with_none_and_nan(self) -> None:
+        other = self.RECORD._replace(start=5.0, memory_peak=None, latest=None, cpu=())
+        found = rows(self.RECORD, other)
+        assert len(found) == 2
+        assert found[0] == self.RECORD
+        assert found[-1]._replace(cpu=()) == other
+        assert all(math.isnan(v) for v in found[1].cpu)  # no CPU answer: NaN per quantile
+        assert list(found[:1]) == [self.RECORD]
+
+    def test_extending_appends_every_column(self) -> None:
+        first, second = rows(self.RECORD), rows(self.RECORD._replace(series=("ns", "b", "app"), samples=7))
+        first.extend(second)
+        assert [r.series[1] for r in first] == ["pod", "b"]
+        assert first[1].samples == 7
+
+    def test_a_record_with_another_number_of_quantiles_is_refused(self) -> None:
+        with pytest.raises(ValueError, match="3 CPU values for a grid of 2"):
+            rows(self.RECORD._replace(cpu=(0.1, 0.2, 0.3)))
+
+
 class TestWhatIsKept:
     RECORD = SliceRecord(("ns", "pod", "app"), 0.0, float(DAY), 288, None, 1.0, (0.1, 0.2), 50.0)
 
@@ -89,18 +118,18 @@ class TestWhatIsKept:
         self, bounds: tuple[float, float], end: float, kept: bool
     ) -> None:
         found = Checkpoint("k")
-        found.keep(bounds, [self.RECORD], unit=DAY, end=end)
+        found.keep(bounds, rows(self.RECORD), unit=DAY, end=end)
         assert (bounds in found.slices) is kept
 
     def test_slices_out_of_the_window_are_forgotten(self) -> None:
-        found = Checkpoint("k", {(0.0, DAY): [self.RECORD], (DAY, 2 * DAY): [self.RECORD]})
+        found = Checkpoint("k", {(0.0, DAY): rows(self.RECORD), (DAY, 2 * DAY): rows(self.RECORD)})
         found.prune(before=DAY + 1)
         assert list(found.slices) == [(DAY, 2 * DAY)]
 
     def test_a_saved_checkpoint_reads_back_the_same(self, tmp_path: Path) -> None:
         other = self.RECORD._replace(series=("ns", "pod-2", "app"), start=12.0, memory_peak=None)
         missing = self.RECORD._replace(series=("ns", "pod-3", "app"), cpu=(math.nan, 0.5))  # no p95
-        found = Checkpoint("k", {(0.0, DAY): [self.RECORD, other, missing]}, unit=DAY)
+        found = Checkpoint("k", {(0.0, DAY): rows(self.RECORD, other, missing)}, unit=DAY)
         checkpoint.save(found, tmp_path / "c.json")
         again = checkpoint.load(tmp_path / "c.json", key="k")
         assert again.note == ""
@@ -157,7 +186,7 @@ class TestWhatIsKept:
     def test_the_grid_stays_while_it_is_fine_enough(
         self, kept: int, needed: int, used: int, still_kept: bool
     ) -> None:
-        found = Checkpoint("k", {(0.0, float(kept or DAY)): [self.RECORD]}, unit=kept)
+        found = Checkpoint("k", {(0.0, float(kept or DAY)): rows(self.RECORD)}, unit=kept)
         assert found.grid_unit(needed) == used
         assert bool(found.slices) is still_kept
 
@@ -187,7 +216,7 @@ class TestIncrementalBuilds:
     ) -> None:
         result, kept = cold
         doctored = Checkpoint(kept.key, {
-            bounds: [r._replace(memory_peak=(r.memory_peak or 0) * 10) for r in found]
+            bounds: rows(*(r._replace(memory_peak=(r.memory_peak or 0) * 10) for r in found))
             for bounds, found in kept.slices.items()
         }, unit=kept.unit)
         again = _build(history, doctored)

@@ -27,7 +27,7 @@ from webhook.profiles.slices import (
     DAY,
     By,
     SeriesId,
-    SliceRecord,
+    SliceRecords,
     StatsBySeries,
     aligned_cut,
     auto_slices,
@@ -138,7 +138,7 @@ class _Collector:
 
     def _collect(
         self, pool: ThreadPoolExecutor, bounds: _Bounds, futures: dict[str, Future[By]]
-    ) -> list[SliceRecord]:
+    ) -> SliceRecords:
         """The records of `bounds`; a slice Prometheus refuses (too many samples, timeout) is halved."""
         waited = time.monotonic()
         while not_done := [name for name, future in futures.items() if not future.done()]:
@@ -156,12 +156,13 @@ class _Collector:
             self.progress(f"  Prometheus refused {refused} at once: splitting it in two")
             middle = lo + (span // 2 // self.step) * self.step
             first = self._collect(pool, (lo, middle), self._submit(pool, (lo, middle)))
-            return first + self._collect(pool, (middle, hi), self._submit(pool, (middle, hi)))
+            first.extend(self._collect(pool, (middle, hi), self._submit(pool, (middle, hi))))
+            return first
         return records(bounds, answers["memory"], answers["cpu"], grid=self.settings.strategy.quantile_grid())
 
     def passes(
-        self, pool: ThreadPoolExecutor, *, recent: float, on_recent: Callable[[list[SliceRecord]], None]
-    ) -> list[SliceRecord]:
+        self, pool: ThreadPoolExecutor, *, recent: float, on_recent: Callable[[SliceRecords], None]
+    ) -> SliceRecords:
         """Every slice of the window: from the checkpoint when it has it, else asked.
 
         Newest first: once the slices back to `recent` are in, `on_recent` gets their records (the
@@ -178,11 +179,12 @@ class _Collector:
         # The next slice is asked as soon as one query of the current one is answered: Prometheus
         # keeps both cores busy, and at most two slices' answers are held at once (memory).
         futures = {b: self._submit(pool, b) for b in asked[:1]}
-        out: list[SliceRecord] = []
+        width = len(self.settings.strategy.quantile_grid())
+        out = SliceRecords(width)
         recent_at: float | None = recent
         for i, bounds in enumerate(grid):
             if bounds in kept:
-                out += kept[bounds]
+                out.extend(kept[bounds])
             else:
                 current = futures.pop(bounds)
                 if (following := asked.index(bounds) + 1) < len(asked):
@@ -191,10 +193,12 @@ class _Collector:
                 found = self._collect(pool, bounds, current)
                 if self.checkpoint is not None:
                     self.checkpoint.keep(bounds, found, unit=unit, end=self.end)
-                out += found
+                out.extend(found)
                 self.progress(f"  slice {i + 1}/{len(grid)}: {len(found)} series")
             if recent_at is not None and bounds[0] <= recent_at:
-                on_recent(list(out))
+                recent_copy = SliceRecords(width)  # `out` grows on while the reader runs
+                recent_copy.extend(out)
+                on_recent(recent_copy)
                 recent_at = None
         where = f", {len(kept)} from the checkpoint" if kept else ""
         self.progress(f"  {len(out)} series values from {len(grid)} slice(s){where}")
@@ -202,7 +206,7 @@ class _Collector:
 
 
 def _seen_without_start(
-    prom: Prometheus, settings: BuildSettings, asked: list[SliceRecord], *, end: float
+    prom: Prometheus, settings: BuildSettings, asked: SliceRecords, *, end: float
 ) -> dict[SeriesId, tuple[float, float]]:
     """First and last time seen for series without a container start time (one subquery, coarse)."""
     if not without_start(asked):
@@ -287,7 +291,7 @@ def _startup_groups(
 
 
 def _startups(
-    prom: Prometheus, settings: BuildSettings, found: list[SliceRecord], *, since: float, end: float
+    prom: Prometheus, settings: BuildSettings, found: SliceRecords, *, since: float, end: float
 ) -> dict[SeriesId, list[list[tuple[float, float]]]]:
     """Start-up CPU points (seconds since the start, cores) of the containers that started since `since`.
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import orjson
 
-from webhook.profiles.slices import SeriesId, SliceRecord
+from webhook.profiles.slices import SeriesId, SliceRecord, SliceRecords
 
 __all__ = ["SETTLE", "Checkpoint", "checkpoint_key", "default_checkpoint_path", "load", "save"]
 
@@ -35,7 +35,7 @@ class Checkpoint:
     """Records per whole grid slice, for the builds that share `key`."""
 
     key: str
-    slices: dict[_Bounds, list[SliceRecord]] = field(default_factory=dict)
+    slices: dict[_Bounds, SliceRecords] = field(default_factory=dict)
     note: str = ""  # why it is empty, when it was meant to be read
     reused: int = 0  # slices this build took from it (for the report)
     unit: int = 0  # the grid's slice width the kept slices were cut on (0: none yet)
@@ -51,13 +51,13 @@ class Checkpoint:
             self.unit = needed
         return self.unit
 
-    def take(self, bounds: _Bounds) -> list[SliceRecord] | None:
+    def take(self, bounds: _Bounds) -> SliceRecords | None:
         found = self.slices.get(bounds)
         if found is not None:
             self.reused += 1
         return found
 
-    def keep(self, bounds: _Bounds, found: list[SliceRecord], *, unit: int, end: float) -> None:
+    def keep(self, bounds: _Bounds, found: SliceRecords, *, unit: int, end: float) -> None:
         """Keep `found` if `bounds` is a whole slice of the grid that ended `SETTLE` before `end`."""
         lo, hi = bounds
         if lo % unit == 0 and hi - lo == unit and hi <= end - SETTLE:
@@ -99,7 +99,7 @@ def load(path: Path, *, key: str) -> Checkpoint:
     except OSError as exc:
         return Checkpoint(key, note=f"checkpoint {path} unreadable ({exc}): not used")
     interned: dict[SeriesId, SeriesId] = {}
-    slices: dict[_Bounds, list[SliceRecord]] = {}
+    slices: dict[_Bounds, SliceRecords] = {}
     with lines:
         try:
             header = orjson.loads(lines.readline())
@@ -108,7 +108,7 @@ def load(path: Path, *, key: str) -> Checkpoint:
             unit = int(header.get("unit") or 0)
             for line in lines:
                 lo, hi, rows = orjson.loads(line)
-                found = []
+                found = SliceRecords(len(rows[0][8]) if rows else 0)
                 for ns, pod, container, sub_lo, sub_hi, samples, start, peak, cpu, latest in rows:
                     sid = (ns, pod, container)
                     shared = interned.get(sid)
@@ -120,7 +120,7 @@ def load(path: Path, *, key: str) -> Checkpoint:
                 slices[(float(lo), float(hi))] = found
         except (OSError, orjson.JSONDecodeError) as exc:
             return Checkpoint(key, note=f"checkpoint {path} unreadable ({exc}): not used")
-        except (KeyError, TypeError, ValueError) as exc:
+        except (IndexError, KeyError, TypeError, ValueError) as exc:
             return Checkpoint(key, note=f"checkpoint {path} malformed ({exc}): not used")
     return Checkpoint(key, slices, unit=unit)
 
