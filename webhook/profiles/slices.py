@@ -89,6 +89,14 @@ class SliceRecords(Sequence[SliceRecord]):
     def __len__(self) -> int:
         return len(self.series)
 
+    def column(self, name: str) -> array[float]:
+        """One of `lo`, `hi`, `samples`, `start`, `memory_peak`, `latest` (NaN for None): for loops
+        over every record that read a field or two, without building the rows."""
+        return self._numbers[name]
+
+    def cpu_of(self, row: int) -> array[float]:
+        return self._cpu[row * self.width : (row + 1) * self.width]
+
     @overload
     def __getitem__(self, index: int) -> SliceRecord: ...
     @overload
@@ -230,7 +238,7 @@ class StatsBySeries(Mapping[SeriesId, list[SeriesStats]]):
             return whole
         if sid not in self._records:
             raise KeyError(sid)
-        return [self._stats(self._found[row]) for row in self._records[sid]]
+        return [self._stats(sid, row) for row in self._records[sid]]
 
     def __setitem__(self, sid: SeriesId, stats: list[SeriesStats]) -> None:
         self._whole[sid] = stats
@@ -242,32 +250,36 @@ class StatsBySeries(Mapping[SeriesId, list[SeriesStats]]):
         return len(self._records)
 
     def samples(self, sid: SeriesId) -> int:
-        return sum(self._found[row].samples for row in self._records[sid])
+        counts = self._found.column("samples")
+        return int(sum(counts[row] for row in self._records[sid]))
 
-    def _stats(self, record: SliceRecord) -> SeriesStats:
-        sid, lo, hi, count, interval = record.series, record.lo, record.hi, record.samples, self.interval
-        if record.start is not None and record.start < lo:
+    def _stats(self, sid: SeriesId, row: int) -> SeriesStats:
+        found, interval = self._found, self.interval
+        lo, hi = found.column("lo")[row], found.column("hi")[row]
+        count, start = int(found.column("samples")[row]), found.column("start")[row]
+        peak = found.column("memory_peak")[row]
+        if start < lo:  # (NaN, no start time, compares false)
             # Alive before: its previous sample came within an interval before `lo`, half on average,
             # and so begins this slice's life (which then spans `count` intervals, not one fewer).
             first = max(self.since, lo - interval / 2)
             last = min(hi, first + count * interval)
-        elif record.start is not None:
-            first = min(hi, record.start)
+        elif not math.isnan(start):
+            first = min(hi, start)
             last = min(hi, first + (count - 1) * interval)
         elif sid in self.seen:
             first, last = max(lo, self.seen[sid][0]), min(hi, self.seen[sid][1])
         else:  # nothing says when: the count alone, placed at the end of the slice
             first, last = max(lo, hi - (count - 1) * interval), hi
-        cpu = zip(self.grid, record.cpu, strict=False)  # () when the series had no CPU answer
-        return SeriesStats(samples=count, first=first, last=max(first, last), memory_peak=record.memory_peak,
+        cpu = zip(self.grid, found.cpu_of(row), strict=True)
+        return SeriesStats(samples=count, first=first, last=max(first, last),
+                           memory_peak=None if math.isnan(peak) else peak,
                            cpu_quantiles={q: v for q, v in cpu if not math.isnan(v)})
 
 
-def without_start(found: Iterable[SliceRecord]) -> bool:
+def without_start(found: SliceRecords) -> bool:
     """Whether some series has no container start time in any slice (then a coverage query places it)."""
-    every, started = set(), set()
-    for record in found:
-        every.add(record.series)
-        if record.start is not None:
-            started.add(record.series)
+    every, started = set(found.series), set()
+    for sid, start in zip(found.series, found.column("start"), strict=True):
+        if not math.isnan(start):
+            started.add(sid)
     return len(started) < len(every)
