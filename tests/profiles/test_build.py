@@ -18,8 +18,9 @@ from synthetic import MIB, RECORDED_CPU, quantile
 
 from webhook.core.profile import NoRecommendation, Recommendation
 from webhook.core.workload import WorkloadKey
-from webhook.profiles.build import BuildResult, auto_slices, build_profiles
+from webhook.profiles.build import BuildResult, build_profiles
 from webhook.profiles.prometheus import Prometheus
+from webhook.profiles.slices import auto_slices
 
 
 def _profile(built: BuildResult, kind: str, name: str, container: str = "app") -> Recommendation:

@@ -41,7 +41,7 @@ from webhook.profiles.slices import (
 from webhook.profiles.store import ProfileDocument, WorkloadEntry
 from webhook.profiles.strategy import ContainerHistory, SeriesStats, StrategySettings, recommend
 
-__all__ = ["BuildResult", "BuildSettings", "auto_slices", "build_profiles"]
+__all__ = ["BuildResult", "BuildSettings", "build_profiles"]
 
 Progress = Callable[[str], None]
 _Bounds = tuple[float, float]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import orjson
 
-from webhook.profiles.slices import SeriesId, SliceRecord, SliceRecords
+from webhook.profiles.slices import SeriesId, SliceRecord, SliceRecords, shared_id
 
 __all__ = ["SETTLE", "Checkpoint", "checkpoint_key", "default_checkpoint_path", "load", "save"]
 
@@ -110,13 +109,10 @@ def load(path: Path, *, key: str) -> Checkpoint:
                 lo, hi, rows = orjson.loads(line)
                 found = SliceRecords(len(rows[0][8]) if rows else 0)
                 for ns, pod, container, sub_lo, sub_hi, samples, start, peak, cpu, latest in rows:
-                    sid = (ns, pod, container)
-                    shared = interned.get(sid)
-                    if shared is None:
-                        shared = interned.setdefault(sid, tuple(map(sys.intern, sid)))  # type: ignore[arg-type]
-                    found.append(SliceRecord(shared, float(sub_lo), float(sub_hi), int(samples), start, peak,
-                                             tuple(math.nan if v is None else float(v) for v in cpu),
-                                             latest))
+                    sid = shared_id((ns, pod, container), interned)
+                    values = tuple(math.nan if v is None else float(v) for v in cpu)
+                    bounds = float(sub_lo), float(sub_hi)
+                    found.append(SliceRecord(sid, *bounds, int(samples), start, peak, values, latest))
                 slices[(float(lo), float(hi))] = found
         except (OSError, orjson.JSONDecodeError) as exc:
             return Checkpoint(key, note=f"checkpoint {path} unreadable ({exc}): not used")

@@ -1,9 +1,10 @@
 """Time slices of a build: how the window is cut, and what one slice's answers reduce to.
 
 The big passes (CPU quantiles, memory peaks with counts and start times) are asked slice by slice.
-Each slice's answers become one small `SliceRecord` per container series, the only thing a build
-keeps of them: a large build holds a few hundred thousand, and a checkpoint stores the same records
-for the slices that will not change, so the next build asks Prometheus only for the rest.
+Each slice's answers become one `SliceRecord` per container series, the only thing a build keeps of
+them, stored column by column (`SliceRecords`): a large build holds a few hundred thousand, and a
+checkpoint stores the same records for the slices that will not change, so the next build asks
+Prometheus only for the rest.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ __all__ = [
     "per_day",
     "records",
     "series_id",
+    "shared_id",
     "without_start",
 ]
 
@@ -114,11 +116,6 @@ class SliceRecords(Sequence[SliceRecord]):
             None if math.isnan(latest) else latest,
         )
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, SliceRecords) and list(self) == list(other)
-
-    __hash__ = None  # type: ignore[assignment]
-
 
 _NUMBERS = ("lo", "hi", "samples", "start", "memory_peak", "latest")
 
@@ -180,13 +177,17 @@ def by_series(samples: Iterable[Sample], *, interned: dict[SeriesId, SeriesId]) 
     out: By = defaultdict(dict)
     for sample in samples:
         sid = series_id(sample.labels)
-        if sid is None:
-            continue
-        shared = interned.get(sid)
-        if shared is None:
-            shared = interned.setdefault(sid, tuple(sys.intern(part) for part in sid))  # type: ignore[arg-type]
-        out[shared][sample.labels.get("stat", "")] = sample.value
+        if sid is not None:
+            out[shared_id(sid, interned)][sample.labels.get("stat", "")] = sample.value
     return out
+
+
+def shared_id(sid: SeriesId, interned: dict[SeriesId, SeriesId]) -> SeriesId:
+    """One id tuple (of interned strings) per series, however many slices and answers name it."""
+    shared = interned.get(sid)
+    if shared is None:
+        shared = interned.setdefault(sid, tuple(sys.intern(part) for part in sid))  # type: ignore[arg-type]
+    return shared
 
 
 def records(bounds: tuple[float, float], memory: By, cpu: By, *, grid: Sequence[float]) -> SliceRecords:
