@@ -12,7 +12,7 @@ from conftest import History, test_settings
 
 from webhook.core.profile import Recommendation
 from webhook.profiles import checkpoint
-from webhook.profiles.build import BuildResult, build_profiles
+from webhook.profiles.build import BuildResult, IncrementalBuild, build_profiles
 from webhook.profiles.checkpoint import SETTLE, Checkpoint
 from webhook.profiles.prometheus import Prometheus
 from webhook.profiles.slices import DAY, SliceRecord, SliceRecords, aligned_cut, per_day
@@ -237,6 +237,24 @@ class TestIncrementalBuilds:
         result = _build(history, later, end=scenarios.END + DAY)
         assert result.reused_slices == len(kept.slices) - 1  # the oldest day left the window
         assert min(lo for lo, _ in later.slices) > scenarios.END + DAY - 15 * DAY
+
+
+class TestTheServersOwnBuilds:
+    """`serve` with a Prometheus URL rebuilds in the background, keeping the past days in memory."""
+
+    def test_each_build_after_the_first_reuses_the_past_days(self, history: History) -> None:
+        builds = IncrementalBuild(history.prometheus.url, SHOP)
+        first = builds(end=scenarios.END)
+        second = builds(end=scenarios.END)
+        assert first.reused_slices == 0
+        assert second.reused_slices == len(builds.checkpoint.slices) >= 12
+        assert second.queries < first.queries
+        assert second.document.workloads == first.document.workloads
+
+    def test_a_build_with_partial_answers_keeps_nothing(self, history: History) -> None:
+        builds = IncrementalBuild(history.prometheus.url, test_settings(namespaces=("partial",)))
+        assert builds(end=scenarios.END).warnings
+        assert builds.checkpoint.slices == {}
 
 
 class TestTheCommand:

@@ -41,7 +41,7 @@ from webhook.profiles.slices import (
 from webhook.profiles.store import ProfileDocument, WorkloadEntry
 from webhook.profiles.strategy import ContainerHistory, SeriesStats, StrategySettings, recommend
 
-__all__ = ["BuildResult", "BuildSettings", "build_profiles"]
+__all__ = ["BuildResult", "BuildSettings", "IncrementalBuild", "build_profiles"]
 
 Progress = Callable[[str], None]
 _Bounds = tuple[float, float]
@@ -437,3 +437,23 @@ def build_profiles(
         series=len(stats),
         reused_slices=checkpoint.reused if checkpoint is not None else 0,
     )
+
+
+class IncrementalBuild:
+    """Builds again and again from one Prometheus, the past days kept in memory between them (what
+    `serve` does with a Prometheus URL); a build with partial answers or a failure keeps none."""
+
+    def __init__(self, url: str, settings: BuildSettings) -> None:
+        self.url, self.settings = url, settings
+        self.checkpoint = Checkpoint(settings.checkpoint_key(url))
+
+    def __call__(self, *, end: float | None = None) -> BuildResult:
+        kept = Checkpoint(self.checkpoint.key, dict(self.checkpoint.slices), unit=self.checkpoint.unit)
+        prom = Prometheus(self.url)
+        try:
+            result = build_profiles(prom, self.settings, end=end, checkpoint=kept)
+        finally:
+            prom.close()
+        if not result.warnings:
+            self.checkpoint = kept
+        return result

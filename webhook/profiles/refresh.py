@@ -112,9 +112,8 @@ def profile_refresher(settings: Settings) -> ProfileRefresher:
     """The refresher `serve` runs: the configured store, and a builder when a Prometheus URL is set."""
     from pathlib import Path
 
-    from webhook.profiles.build import BuildSettings, build_profiles
+    from webhook.profiles.build import BuildSettings, IncrementalBuild
     from webhook.profiles.cli import open_store
-    from webhook.profiles.prometheus import Prometheus
 
     store: ProfileStore
     try:
@@ -129,13 +128,10 @@ def profile_refresher(settings: Settings) -> ProfileRefresher:
     builder: Callable[[], ProfileDocument] | None = None
     url = settings.prometheus_url
     if url:
+        incremental = IncrementalBuild(url, BuildSettings())
 
         def builder() -> ProfileDocument:
-            prom = Prometheus(url)
-            try:
-                result = build_profiles(prom, BuildSettings())
-            finally:
-                prom.close()
+            result = incremental()
             if result.warnings:
                 raise PrometheusError(f"partial data, not stored: {result.warnings[0]}")
             return result.document
