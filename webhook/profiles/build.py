@@ -340,11 +340,15 @@ def build_profiles(
     """Read the window from Prometheus and return a complete document; raises PrometheusError.
 
     With a `checkpoint` (for `settings.checkpoint_key(prom.url)`), the slices it holds are not asked
-    again and the whole slices this build asks are added to it; the caller persists it.
+    again and the whole slices this build asks are added to it, unless Prometheus sent warnings;
+    the caller persists it.
     """
     started = time.monotonic()
     end = time.time() if end is None else end
-    collector = _Collector(prom, settings, end=end, progress=progress, checkpoint=checkpoint)
+    # Worked on as a copy and handed back only if no answer came with warnings: partial answers
+    # are never kept, whoever keeps the checkpoint (the command's file, `serve`'s memory).
+    working = checkpoint.copy() if checkpoint is not None else None
+    collector = _Collector(prom, settings, end=end, progress=progress, checkpoint=working)
     window, ns = collector.window, settings.namespaces
     scope = ", ".join(ns) if ns else "all namespaces"
     progress(f"reading {settings.window} of history from {prom.url} ({scope})")
@@ -373,8 +377,8 @@ def build_profiles(
                 pool.submit(_startups, prom, settings, recent, since=end - lookback, end=end)
             ),
         )
-        if checkpoint is not None:
-            checkpoint.prune(before=end - window)
+        if working is not None:
+            working.prune(before=end - window)
         owners = Owners.from_samples(owners_f.result())
         progress(f"  owners: {len(owners.pods)} pods known to kube-state-metrics")
         seen = _seen_without_start(prom, settings, found, end=end)
@@ -429,31 +433,29 @@ def build_profiles(
         f"built {len(workloads)} workloads, {len(histories)} containers from {len(stats)} series "
         f"in {time.monotonic() - started:.1f}s with {prom.queries} queries"
     )
+    if checkpoint is not None and working is not None and not prom.warnings:
+        checkpoint.slices, checkpoint.unit = working.slices, working.unit
     return BuildResult(
         document=document,
         queries=prom.queries,
         seconds=time.monotonic() - started,
         warnings=tuple(prom.warnings),
         series=len(stats),
-        reused_slices=checkpoint.reused if checkpoint is not None else 0,
+        reused_slices=working.reused if working is not None else 0,
     )
 
 
 class IncrementalBuild:
     """Builds again and again from one Prometheus, the past days kept in memory between them (what
-    `serve` does with a Prometheus URL); a build with partial answers or a failure keeps none."""
+    `serve` does with a Prometheus URL)."""
 
     def __init__(self, url: str, settings: BuildSettings) -> None:
         self.url, self.settings = url, settings
         self.checkpoint = Checkpoint(settings.checkpoint_key(url))
 
     def __call__(self, *, end: float | None = None) -> BuildResult:
-        kept = Checkpoint(self.checkpoint.key, dict(self.checkpoint.slices), unit=self.checkpoint.unit)
         prom = Prometheus(self.url)
         try:
-            result = build_profiles(prom, self.settings, end=end, checkpoint=kept)
+            return build_profiles(prom, self.settings, end=end, checkpoint=self.checkpoint)
         finally:
             prom.close()
-        if not result.warnings:
-            self.checkpoint = kept
-        return result

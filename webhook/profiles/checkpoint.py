@@ -50,6 +50,10 @@ class Checkpoint:
             self.unit = needed
         return self.unit
 
+    def copy(self) -> Checkpoint:
+        """Another checkpoint over the same slices (the records are shared: they never change)."""
+        return Checkpoint(self.key, dict(self.slices), note=self.note, unit=self.unit)
+
     def take(self, bounds: _Bounds) -> SliceRecords | None:
         found = self.slices.get(bounds)
         if found is not None:

@@ -218,7 +218,7 @@ def build_once(args: argparse.Namespace, store: ProfileStore) -> BuildResult:
         result = build_profiles(prom, settings, end=end, progress=_progress(args.quiet), checkpoint=kept)
     finally:
         prom.close()
-    if kept is not None and where is not None and not result.warnings:  # partial answers are not kept
+    if kept is not None and where is not None and not result.warnings:  # else unchanged: no rewrite
         try:
             checkpoint.save(kept, where)
         except OSError as exc:  # a cache: the next build is a full one, nothing is wrong
