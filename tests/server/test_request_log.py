@@ -1,10 +1,11 @@
-"""The admission log: one JSON line per request, written in one go per event-loop turn."""
+"""The admission log: one JSON line per request, written in batches (by time and by count)."""
 
 from __future__ import annotations
 
 import asyncio
 import io
 import logging
+import re
 from collections.abc import Iterator
 
 import orjson
@@ -44,22 +45,50 @@ def lines(raw: CountingBytes) -> list[dict[str, object]]:
 
 
 class TestBatching:
-    def test_the_lines_of_one_event_loop_turn_go_out_in_one_write_after_the_turn(
+    def test_the_lines_of_one_flush_interval_go_out_in_one_write_at_its_end(
         self, stream: CountingBytes
     ) -> None:
         log = RequestLog()
 
-        async def answer_three() -> tuple[int, int]:
+        async def answer_three() -> tuple[int, int, int]:
             for n in range(3):
                 log.write(logging.INFO, {"uid": f"u{n}", "outcome": "patched", "detail": None})
+                await asyncio.sleep(0)  # requests of later event-loop turns join the same batch
             during = len(stream.getvalue())
-            await asyncio.sleep(0)  # the turn ends: the pending lines are written
-            return during, stream.writes
+            await asyncio.sleep(RequestLog.FLUSH_SECONDS * 3)
+            return during, stream.writes, len(stream.getvalue())
 
-        during, writes = asyncio.run(answer_three())
+        during, writes, after = asyncio.run(answer_three())
         assert during == 0
         assert writes == 1
+        assert after > 0
         assert [line["uid"] for line in lines(stream)] == ["u0", "u1", "u2"]
+
+    def test_a_full_batch_is_written_at_once_without_waiting_for_the_interval(
+        self, stream: CountingBytes
+    ) -> None:
+        log = RequestLog()
+
+        async def answer_a_batch_and_one() -> tuple[int, int]:
+            for n in range(RequestLog.FLUSH_LINES + 1):
+                log.write(logging.INFO, {"uid": f"u{n}"})
+            return stream.writes, len(stream.getvalue().splitlines())
+
+        writes, written = asyncio.run(answer_a_batch_and_one())
+        assert (writes, written) == (1, RequestLog.FLUSH_LINES)
+        log.flush()
+        assert lines(stream)[-1]["uid"] == f"u{RequestLog.FLUSH_LINES}"
+
+    def test_a_line_carries_the_time_level_logger_and_message_before_its_fields(
+        self, stream: CountingBytes
+    ) -> None:
+        log = RequestLog()
+        log.write(logging.INFO, {"uid": "u1", "outcome": "patched"})
+        (line,) = lines(stream)
+        assert list(line) == ["time", "level", "logger", "message", "uid", "outcome"]
+        fixed = (line["level"], line["logger"], line["message"])
+        assert fixed == ("info", "pod_tailor.admission", "admission")
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", str(line["time"]))
 
     def test_without_an_event_loop_a_line_is_written_at_once(self, stream: CountingBytes) -> None:
         RequestLog().write(logging.WARNING, {"uid": "u9", "error": "engine_fault"})
