@@ -16,8 +16,9 @@ import orjson
 
 from webhook.admission.cache import VerdictCache
 from webhook.admission.patchcheck import check_patch
+from webhook.admission.peek import Peek, peek_review
 from webhook.admission.response import answer_with_tail, bad_request_body, review_answer
-from webhook.admission.review import BadRequest, Review, is_v1_pod, parse_review, pod_problem
+from webhook.admission.review import BadRequest, Review, parse_review, pod_problem
 from webhook.admission.verdict import Outcome, Verdict, verdict
 from webhook.core.decision import Decision, Injection
 from webhook.core.inputs import decision_inputs
@@ -113,7 +114,7 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}{where}: {str(exc)[:200]}"
 
 
-def _answer(review: Review, found: Verdict) -> Answer:
+def _answer(review: Review | Peek, found: Verdict) -> Answer:
     return Answer(
         200,
         answer_with_tail(review.uid, found.tail),
@@ -139,6 +140,14 @@ def admit(
     verify_patch: bool = True,
 ) -> Answer:
     """Answer one AdmissionReview body against one pair of snapshots. Never raises."""
+    key = None
+    if cache is not None and (peeked := peek_review(body)) is not None:
+        key = cache.key(peeked.namespace, peeked.inputs, cluster=cluster, profiles=profiles)
+        cached = cache.get(key)
+        if cached is not None:
+            # A replica with these inputs was decided against these snapshots. Only valid Pods are
+            # cached, and the inputs hold every field `pod_problem` reads, so this Pod is valid too.
+            return _answer(peeked, cached)
     parsed = parse_review(body)
     if isinstance(parsed, BadRequest):
         return _bad(parsed)
@@ -148,14 +157,6 @@ def admit(
                       namespace=review.namespace or None, dry_run=review.dry_run)
     pod: Any = review.obj
     inputs = decision_inputs(pod)
-    key = None
-    if cache is not None and is_v1_pod(pod):
-        key = cache.key(review.namespace, inputs, cluster=cluster, profiles=profiles)
-        cached = cache.get(key)
-        if cached is not None:
-            # A replica with these inputs was decided against these snapshots. Only valid Pods are
-            # cached, and the inputs hold every field `pod_problem` reads, so this Pod is valid too.
-            return _answer(review, cached)
     problem = pod_problem(pod, review.uid)
     if problem is not None:
         return _bad(problem)

@@ -57,6 +57,7 @@ def _show(value: Any) -> str:
 
 
 _STRINGS = ("operation", "subResource", "namespace", "name")
+_TEXT = str
 
 
 def is_v1_pod(obj: Any) -> bool:
@@ -110,20 +111,27 @@ def parse_review(body: bytes) -> Review | BadRequest:
     if not isinstance(group, str):
         return BadRequest("request.kind.group must be a string", uid)
     get = request.get
-    fields = (get("operation"), get("subResource"), get("namespace"), get("name"))
-    for key, value in zip(_STRINGS, fields, strict=True):
-        if value is not None and not isinstance(value, str):
-            return BadRequest(f"request.{key} must be a string, got {type(value).__name__}", uid)
-    operation, sub_resource, namespace, name = [value or "" for value in fields]
+    fields = operation, sub_resource, namespace, name = (
+        get("operation"), get("subResource"), get("namespace"), get("name")
+    )
+    if sub_resource is None and _TEXT is operation.__class__ is namespace.__class__ and (
+        name is None or name.__class__ is _TEXT
+    ):  # the usual shape of a namespaced CREATE or UPDATE
+        sub_resource, name = "", name or ""
+    else:  # check each field for its message
+        for key, value in zip(_STRINGS, fields, strict=True):
+            if value is not None and not isinstance(value, str):
+                return BadRequest(f"request.{key} must be a string, got {type(value).__name__}", uid)
+        operation, sub_resource, namespace, name = [value or "" for value in fields]
     if not operation:
         return BadRequest("request.operation is missing", uid)
-    dry_run = request.get("dryRun", False)
-    if dry_run is None:
+    dry_run = get("dryRun")
+    if dry_run.__class__ is not bool:
+        if dry_run is not None:
+            return BadRequest("request.dryRun must be a boolean", uid)
         dry_run = False
-    if not isinstance(dry_run, bool):
-        return BadRequest("request.dryRun must be a boolean", uid)
-    review = Review(uid, group, kind["kind"], operation, sub_resource, namespace, name, request.get("object"),
-                    dry_run)
-    if review.is_pod_create and not review.namespace:
+    obj = get("object")
+    review = Review(uid, group, kind["kind"], operation, sub_resource, namespace, name, obj, dry_run)
+    if not namespace and review.is_pod_create:
         return BadRequest("request.namespace is missing for a Pod CREATE", uid)
     return review

@@ -9,22 +9,52 @@ these inputs; a test holds the engine to reading nothing else.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-__all__ = ["decision_inputs"]
+__all__ = ["ContainerInputs", "MetadataInputs", "PodInputs", "SpecInputs", "decision_inputs"]
 
-_METADATA = ("name", "generateName", "namespace", "labels", "annotations", "ownerReferences")
-_SPEC = ("restartPolicy", "terminationGracePeriodSeconds", "resources", "os", "nodeSelector")
-_CONTAINER = (
-    "name",
-    "ports",
-    "resources",
-    "readinessProbe",
-    "livenessProbe",
-    "startupProbe",
-    "lifecycle",
-    "restartPolicy",
-)
+
+# The fields the engine reads, as types: `decision_inputs` picks them from a parsed Pod, and the
+# admission path decodes only them from a request body (`webhook.admission.peek`).
+class MetadataInputs(TypedDict, total=False):
+    name: Any
+    generateName: Any
+    namespace: Any
+    labels: Any
+    annotations: Any
+    ownerReferences: Any
+
+
+class ContainerInputs(TypedDict, total=False):
+    name: Any
+    ports: Any
+    resources: Any
+    readinessProbe: Any
+    livenessProbe: Any
+    startupProbe: Any
+    lifecycle: Any
+    restartPolicy: Any
+
+
+class SpecInputs(TypedDict, total=False):
+    restartPolicy: Any
+    terminationGracePeriodSeconds: Any
+    resources: Any
+    os: Any
+    nodeSelector: Any
+    containers: list[ContainerInputs]
+    initContainers: list[ContainerInputs]
+
+
+class PodInputs(TypedDict, total=False):
+    metadata: MetadataInputs
+    spec: SpecInputs
+
+
+_GROUPS = ("containers", "initContainers")
+_METADATA = tuple(MetadataInputs.__annotations__)
+_SPEC = tuple(key for key in SpecInputs.__annotations__ if key not in _GROUPS)
+_CONTAINER = tuple(ContainerInputs.__annotations__)
 
 
 def _pick(source: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
@@ -57,7 +87,7 @@ def decision_inputs(pod: Any) -> Any:
     if "metadata" in pod:
         view["metadata"] = _pick(metadata, _METADATA)
     projected = _pick(spec, _SPEC)
-    for group in ("containers", "initContainers"):
+    for group in _GROUPS:
         items = spec.get(group)
         if isinstance(items, list):
             projected[group] = _pick_each(items)
