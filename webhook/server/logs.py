@@ -68,20 +68,20 @@ class RequestLog:
         self.logger = logging.getLogger(name)
         self._pending: list[bytes] = []
         self._heads: dict[int, bytes] = {}
-        self._second = -1
-        self._stamp = b""
 
     def write(self, level: int, fields: dict[str, Any]) -> None:
         """Log `fields` (None values left out) as one line at `level`."""
         if not self.logger.isEnabledFor(level):
             return
-        if _direct is None:
+        target = _direct
+        if target is None:
             self.logger.log(level, "admission", extra={k: v for k, v in fields.items() if v is not None})
             return
         head = self._heads.get(level) or self._head(level)
         present = {key: value for key, value in fields.items() if value is not None}
-        # `{"time":"...",` + the fixed part + the fields' object without its `{`.
-        self._pending.append(b"".join((self._time(), head, orjson.dumps(present, default=str)[1:], b"\n")))
+        stamp = target[0].time_of(time.time()).encode()
+        rest = orjson.dumps(present, default=str)[1:]  # the fields' object without its `{`
+        self._pending.append(b"".join((b'{"time":"', stamp, head, rest, b"\n")))
         if len(self._pending) == 1:
             try:
                 asyncio.get_running_loop().call_later(self.FLUSH_SECONDS, self.flush)
@@ -90,17 +90,10 @@ class RequestLog:
         elif len(self._pending) >= self.FLUSH_LINES:
             self.flush()
 
-    def _time(self) -> bytes:
-        second, milli = divmod(time.time_ns() // 1_000_000, 1000)
-        if second != self._second:  # one strftime per second, not per line
-            self._second = second
-            self._stamp = b'{"time":"' + time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)).encode()
-        return self._stamp + _MILLIS_FIELD[milli]
-
     def _head(self, level: int) -> bytes:
         name = logging.getLevelName(level).lower()
         fixed = {"level": name, "logger": self.logger.name, "message": "admission"}
-        self._heads[level] = head = orjson.dumps(fixed)[1:-1] + b","
+        self._heads[level] = head = b'",' + orjson.dumps(fixed)[1:-1] + b","
         return head
 
     def flush(self) -> None:
@@ -121,8 +114,6 @@ class RequestLog:
                 raw.write(b"".join(lines))
                 raw.flush()
 
-
-_MILLIS_FIELD = tuple(f'.{milli:03d}Z",'.encode() for milli in range(1000))
 class _NoLock:
     def __enter__(self) -> None:
         return None
