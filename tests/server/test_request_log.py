@@ -123,3 +123,31 @@ class TestBatching:
         assert stream.getvalue() == b""
         log.flush()  # what the app's lifespan does on shutdown
         assert [line["uid"] for line in lines(stream)] == ["late"]
+
+    def test_lines_written_after_an_earlier_loop_ended_with_its_flush_pending_still_go_out(
+        self, stream: CountingBytes
+    ) -> None:
+        log = RequestLog()
+
+        async def answer(uid: str, *, wait: float) -> None:
+            log.write(logging.INFO, {"uid": uid})
+            await asyncio.sleep(wait)
+
+        asyncio.run(answer("first", wait=0))  # the loop ends before its flush is due
+        assert stream.getvalue() == b""
+        asyncio.run(answer("second", wait=RequestLog.FLUSH_SECONDS * 3))
+        assert [line["uid"] for line in lines(stream)] == ["first", "second"]
+
+
+class TestFormat:
+    @pytest.mark.parametrize(
+        "fields",
+        [{}, {"uid": None}, {"uid": "u1"}, {"uid": "u1", "outcome": "patched", "ms": 0.5}],
+        ids=["no fields", "only None", "one", "several"],
+    )
+    def test_every_line_is_one_json_object(self, stream: CountingBytes, fields: dict[str, object]) -> None:
+        RequestLog().write(logging.INFO, fields)
+        (line,) = lines(stream)
+        own = {key: value for key, value in line.items() if key not in ("time", "level", "logger", "message")}
+        assert own == {key: value for key, value in fields.items() if value is not None}
+

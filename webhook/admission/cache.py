@@ -11,10 +11,6 @@ data. Entries are evicted oldest-first past `size`.
 
 from __future__ import annotations
 
-from typing import Any
-
-import orjson
-
 from webhook.admission.verdict import Verdict
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
 
@@ -34,9 +30,9 @@ class VerdictCache:
         self._profiles: ProfileSnapshot | None = None
 
     def key(
-        self, namespace: str, inputs: Any, *, cluster: ClusterSnapshot, profiles: ProfileSnapshot
+        self, namespace: str, inputs: bytes, *, cluster: ClusterSnapshot, profiles: ProfileSnapshot
     ) -> _Key | None:
-        """The key for a Pod's decision inputs, emptying the cache first if the snapshots changed.
+        """The key for a Pod's decision inputs as JSON, emptying the cache first if the snapshots changed.
 
         None when the cache is disabled.
         """
@@ -45,7 +41,7 @@ class VerdictCache:
         if cluster is not self._cluster or profiles is not self._profiles:
             self._entries.clear()
             self._cluster, self._profiles = cluster, profiles
-        return namespace, orjson.dumps(inputs)
+        return namespace, inputs
 
     def get(self, key: _Key | None) -> Verdict | None:
         if key is None:

@@ -142,7 +142,7 @@ def admit(
     """Answer one AdmissionReview body against one pair of snapshots. Never raises."""
     key = None
     if cache is not None and (peeked := peek_review(body)) is not None:
-        key = cache.key(peeked.namespace, peeked.inputs, cluster=cluster, profiles=profiles)
+        key = cache.key(peeked.namespace, peeked.key, cluster=cluster, profiles=profiles)
         cached = cache.get(key)
         if cached is not None:
             # A replica with these inputs was decided against these snapshots. Only valid Pods are

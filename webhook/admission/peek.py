@@ -11,8 +11,9 @@ a body that is not JSON) gives None, and the request takes the full path (`parse
 explains what is wrong. So a body this accepts is one `parse_review` accepts as a Pod CREATE with
 the same uid, namespace and dryRun, and `inputs` equals `decision_inputs` of its object (a test
 holds both to that over the corpus and mutated reviews). One difference is left: a number beyond
-the range of a float (`1e400`) in a field pod-tailor does not read is skipped here and refused by
-`orjson`. The API server cannot send one: it decodes the object itself before admission.
+the range of a float (`1e400`, or an integer of over 309 digits) in a field pod-tailor does not
+read is skipped here and refused by `orjson`. The API server cannot send one: it decodes the object
+itself before admission.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from __future__ import annotations
 from typing import Any, NamedTuple, TypedDict
 
 import msgspec
+import orjson
 
-from webhook.admission.review import API_VERSION, KIND
+from webhook.admission.review import API_VERSION, KIND, is_v1_pod
 from webhook.core.inputs import PodInputs
 
 __all__ = ["Peek", "peek_review"]
@@ -32,6 +34,7 @@ class Peek(NamedTuple):
     namespace: str
     dry_run: bool
     inputs: dict[str, Any]  # equal to `decision_inputs(request.object)`
+    key: bytes  # `inputs` as JSON: what the verdict cache is keyed on
 
 
 class _Pod(PodInputs, total=False):
@@ -62,7 +65,6 @@ class _Review(TypedDict, total=False):
 
 
 _decode = msgspec.json.Decoder(_Review).decode
-_TEXT = str
 
 
 def peek_review(body: bytes) -> Peek | None:
@@ -79,24 +81,29 @@ def peek_review(body: bytes) -> Peek | None:
     kind, pod = request.get("kind"), request.get("object")
     uid, namespace, name = request.get("uid"), request.get("namespace"), request.get("name")
     dry_run = request.get("dryRun")
+    # The rules of `parse_review` and `Review.is_pod_create` for the one shape taken here.
     if (
         kind is None
         or kind.get("kind") != "Pod"
         or kind.get("group", "") != ""
         or request.get("operation") != "CREATE"
         or request.get("subResource") not in (None, "")
-        or uid.__class__ is not _TEXT
+        or type(uid) is not str
         or not uid
-        or namespace.__class__ is not _TEXT
+        or type(namespace) is not str
         or not namespace
-        or not (name is None or name.__class__ is _TEXT)
-        or not (dry_run is None or dry_run.__class__ is bool)
+        or not (name is None or type(name) is str)
+        or not (dry_run is None or type(dry_run) is bool)
         or pod is None
-        or pod.get("kind", "Pod") != "Pod"
-        or pod.get("apiVersion", "v1") != "v1"
+        or not is_v1_pod(pod)
         or "spec" not in pod  # `decision_inputs` passes such a Pod through whole
     ):
         return None
     inputs: dict[str, Any] = {"metadata": pod["metadata"]} if "metadata" in pod else {}
     inputs["spec"] = pod["spec"]
-    return Peek(uid, namespace, bool(dry_run), inputs)
+    try:
+        # msgspec reads integers beyond 64 bits exactly, orjson as floats: only the range both agree on.
+        key = orjson.dumps(inputs)
+    except orjson.JSONEncodeError:
+        return None
+    return Peek(uid, namespace, bool(dry_run), inputs, key)

@@ -13,7 +13,7 @@ import orjson
 
 from webhook.core.pod import malformed
 
-__all__ = ["API_VERSION", "BadRequest", "Review", "is_v1_pod", "parse_review", "pod_problem"]
+__all__ = ["API_VERSION", "KIND", "BadRequest", "Review", "is_v1_pod", "parse_review", "pod_problem"]
 
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
@@ -57,7 +57,6 @@ def _show(value: Any) -> str:
 
 
 _STRINGS = ("operation", "subResource", "namespace", "name")
-_TEXT = str
 
 
 def is_v1_pod(obj: Any) -> bool:
@@ -111,11 +110,13 @@ def parse_review(body: bytes) -> Review | BadRequest:
     if not isinstance(group, str):
         return BadRequest("request.kind.group must be a string", uid)
     get = request.get
-    fields = operation, sub_resource, namespace, name = (
-        get("operation"), get("subResource"), get("namespace"), get("name")
-    )
-    if sub_resource is None and _TEXT is operation.__class__ is namespace.__class__ and (
-        name is None or name.__class__ is _TEXT
+    fields = (get("operation"), get("subResource"), get("namespace"), get("name"))
+    operation, sub_resource, namespace, name = fields
+    if (
+        sub_resource is None
+        and type(operation) is str
+        and type(namespace) is str
+        and (name is None or type(name) is str)
     ):  # the usual shape of a namespaced CREATE or UPDATE
         sub_resource, name = "", name or ""
     else:  # check each field for its message
@@ -126,7 +127,7 @@ def parse_review(body: bytes) -> Review | BadRequest:
     if not operation:
         return BadRequest("request.operation is missing", uid)
     dry_run = get("dryRun")
-    if dry_run.__class__ is not bool:
+    if type(dry_run) is not bool:
         if dry_run is not None:
             return BadRequest("request.dryRun must be a boolean", uid)
         dry_run = False

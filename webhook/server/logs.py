@@ -57,7 +57,8 @@ class RequestLog:
     costs more than answering a cached admission. Only the request's own fields are encoded per
     line; the fixed part (level, logger, message) is encoded once per level. Lines are written in
     batches, at most `FLUSH_SECONDS` after the first of a batch or at `FLUSH_LINES` lines (and at
-    shutdown): a write per request costs a busy webhook more than the line itself. Until then (e.g.
+    shutdown): a write per request costs a busy webhook more than the line itself, and a line may
+    follow other records by up to that long. Until then (e.g.
     in tests) it goes through `logging` like any other record, so handlers and capture fixtures see it.
     """
 
@@ -68,6 +69,8 @@ class RequestLog:
         self.logger = logging.getLogger(name)
         self._pending: list[bytes] = []
         self._heads: dict[int, bytes] = {}
+        self._timer: asyncio.TimerHandle | None = None  # the flush scheduled for the pending lines
+        self._timer_loop: asyncio.AbstractEventLoop | None = None
 
     def write(self, level: int, fields: dict[str, Any]) -> None:
         """Log `fields` (None values left out) as one line at `level`."""
@@ -80,24 +83,30 @@ class RequestLog:
         head = self._heads.get(level) or self._head(level)
         present = {key: value for key, value in fields.items() if value is not None}
         stamp = target[0].time_of(time.time()).encode()
-        rest = orjson.dumps(present, default=str)[1:]  # the fields' object without its `{`
+        rest = b"," + orjson.dumps(present, default=str)[1:] if present else b"}"  # the fields, after `{`
         self._pending.append(b"".join((b'{"time":"', stamp, head, rest, b"\n")))
-        if len(self._pending) == 1:
-            try:
-                asyncio.get_running_loop().call_later(self.FLUSH_SECONDS, self.flush)
-            except RuntimeError:  # not on an event loop: nothing to wait for
-                self.flush()
-        elif len(self._pending) >= self.FLUSH_LINES:
+        if len(self._pending) >= self.FLUSH_LINES:
             self.flush()
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not on an event loop: nothing to wait for
+            self.flush()
+            return
+        if self._timer is None or self._timer_loop is not loop:  # none yet, or lost with an ended loop
+            self._timer, self._timer_loop = loop.call_later(self.FLUSH_SECONDS, self.flush), loop
 
     def _head(self, level: int) -> bytes:
         name = logging.getLevelName(level).lower()
         fixed = {"level": name, "logger": self.logger.name, "message": "admission"}
-        self._heads[level] = head = b'",' + orjson.dumps(fixed)[1:-1] + b","
+        self._heads[level] = head = b'",' + orjson.dumps(fixed)[1:-1]
         return head
 
     def flush(self) -> None:
         """Write the pending lines with one write; also called at shutdown."""
+        if self._timer is not None:
+            self._timer.cancel()  # a no-op when it is the timer running this
+            self._timer = None
         lines, self._pending = self._pending, []
         target = _direct
         if not lines or target is None:
