@@ -144,6 +144,12 @@ facts = st.builds(
             (),
             (LimitRangeItem("Container", min={"cpu": Decimal("0.05")}, max={"memory": Decimal(4 * 2**30)}),),
             (LimitRangeItem("Container", max_limit_request_ratio={"memory": Decimal("1.5")}),),
+            (
+                LimitRangeItem(
+                    "Pod", max={"memory": Decimal(2**30)}, max_limit_request_ratio={"cpu": Decimal(2)}
+                ),
+            ),
+            (LimitRangeItem("Pod", min={"cpu": Decimal("0.1")}, max={"cpu": Decimal(1)}),),
         ]
     ),
 )

@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 
 from tests.engine.strategies import facts, pods, profile_for
 from webhook.core.engine import tailor
-from webhook.core.facts import ClusterFacts
+from webhook.core.facts import ClusterFacts, LimitRangeItem
 from webhook.core.inputs import decision_inputs
 from webhook.core.pod import INJECTED_ANNOTATION
+from webhook.core.podlimits import breaches, pod_total
 from webhook.policy_files import bundled_policies, load_policy_text
 
 POLICIES = [
@@ -96,6 +97,36 @@ def test_running_on_its_own_output_gives_an_empty_patch(case: Any) -> None:
     pod, policy, profiles, cluster = case
     once = tailored(pod, policy, profiles, cluster)
     assert tailor(once, policy=policy, profiles=profiles, facts=cluster).ops == ()
+
+
+@st.composite
+def tight_pod_limit_cases(draw: st.DrawFn) -> tuple[dict[str, Any], Any, dict[str, Any], ClusterFacts]:
+    """A Pod with a Pod-type LimitRange just above its own totals, where added values tip it over."""
+    pod, policy, profiles, _ = draw(cases(pod_level=True))
+    requests, limits = pod_total(pod, "requests", added={}), pod_total(pod, "limits", added={})
+    room = st.decimals(min_value=1, max_value=2, places=2)
+    item = LimitRangeItem(
+        "Pod",
+        max={resource: total * draw(room) for resource, total in limits.items()},
+        max_limit_request_ratio={
+            resource: limits[resource] / total * draw(room)
+            for resource, total in requests.items()
+            if total and limits.get(resource)
+        },
+    )
+    return pod, policy, profiles, ClusterFacts(limit_ranges=(item,))
+
+
+@PROPERTY
+@given(cases(pod_level=True) | tight_pod_limit_cases())
+def test_a_pod_within_its_pod_limit_ranges_stays_within_them(case: Any) -> None:
+    pod, policy, profiles, cluster = case
+
+    def breached(subject: dict[str, Any]) -> dict[str, str]:
+        requests, limits = (pod_total(subject, section, added={}) for section in ("requests", "limits"))
+        return breaches(requests, limits, cluster.limit_ranges)
+
+    assert breached(tailored(pod, policy, profiles, cluster)).keys() <= breached(pod).keys()
 
 
 @PROPERTY

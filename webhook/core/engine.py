@@ -25,6 +25,7 @@ from webhook.core.pod import (
     malformed,
     serving_port,
 )
+from webhook.core.podlimits import Withheld, has_pod_limits, withhold
 from webhook.core.policy import FEATURES, Policy
 from webhook.core.probes import probe_container
 from webhook.core.profile import WorkloadProfiles
@@ -94,6 +95,21 @@ def _tailor_checked(
     serving_pod, windows = is_long_running(pod), is_windows(pod)
     personal_grace = grace_set_by_person(pod)
     sleeps: list[int] = []
+    withheld: Withheld = frozenset()
+    if "resources" in features and has_pod_limits(facts.limit_ranges):
+
+        def sized(held: Withheld) -> list[Injection]:
+            scratch, found = PatchBuilder(pod), []
+            for ref in containers(pod):
+                if ref.name not in opt_out.containers:
+                    found += size_container(
+                        ref, policy=policy, profile=profiles.get(ref.name), limit_ranges=facts.limit_ranges,
+                        limit_ranger_marks=marks, pod_level=pod_level, patch=scratch, withheld=held,
+                    )[0]
+            return found
+
+        withheld, held_back = withhold(pod, facts.limit_ranges, sized=sized)
+        warnings += held_back
     for ref in containers(pod):
         if ref.name in opt_out.containers:
             continue
@@ -107,6 +123,7 @@ def _tailor_checked(
                 limit_ranger_marks=marks,
                 pod_level=pod_level,
                 patch=patch,
+                withheld=withheld,
             )
             injections += added
             warnings += notes

@@ -117,13 +117,17 @@ def size_container(
     limit_ranger_marks: frozenset[tuple[str, str, str]],
     pod_level: frozenset[str],
     patch: PatchBuilder,
+    withheld: frozenset[tuple[str, str]] = frozenset(),
 ) -> tuple[list[Injection], list[str]]:
-    """Fill what is missing in one container's requests and limits; returns injections and warnings."""
+    """Fill what is missing in one container's requests and limits; returns injections and warnings.
+
+    `withheld` holds (resource, "limits") or (resource, "all"): what must not be added (see `podlimits`).
+    """
     injections: list[Injection] = []
     warnings: list[str] = []
     resources: Mapping[str, Any] = ref.body.get("resources") or {}
     for resource, rules in policy.resources.items():
-        if resource in pod_level:
+        if resource in pod_level or (resource, "all") in withheld:
             continue
         request, bad_request = _read(resources.get("requests"), resource)
         limit, bad_limit = _read(resources.get("limits"), resource)
@@ -137,10 +141,13 @@ def size_container(
         request_is_ours = request is None or (
             replaceable and (ref.name, "request", resource) in limit_ranger_marks
         )
-        limit_is_ours = limit is None or (
-            replaceable
-            and rules.limit is not LimitMode.NONE
-            and (ref.name, "limit", resource) in limit_ranger_marks
+        limit_is_ours = (resource, "limits") not in withheld and (
+            limit is None
+            or (
+                replaceable
+                and rules.limit is not LimitMode.NONE
+                and (ref.name, "limit", resource) in limit_ranger_marks
+            )
         )
         if not request_is_ours and not limit_is_ours:
             continue
