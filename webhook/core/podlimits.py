@@ -1,17 +1,19 @@
 """LimitRange items of type Pod: bounds on the sum of a Pod's containers' requests and limits.
 
-LimitRanger checks them after the webhooks (see KUBERNETES-FACTS), so a value the engine adds to one
-container can get a whole Pod rejected. The Pod's totals are what Kubernetes computes
+LimitRanger checks them after the mutating webhooks, so a value the engine adds to one container can
+get a whole Pod rejected. The Pod's totals are what Kubernetes computes
 (`resourcehelper.PodRequests`): app containers and native sidecars add up, and an init container
 counts when it alone (with the sidecars started before it) needs more. A resource is in a total when
 any container sets it. `max` needs a limit total and bounds both totals, `min` needs a request total
-and bounds both from below, `maxLimitRequestRatio` needs both totals, non-zero.
+and bounds both from below, `maxLimitRequestRatio` needs both totals, non-zero, and compares them in
+thousandths rounded up, as LimitRanger does. Pod-level `spec.resources` are left out: the engine adds
+nothing for a resource sized there.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from decimal import Decimal
+from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
 from webhook.core.decision import Injection
@@ -98,10 +100,15 @@ def breaches(
             elif requests[resource] < bound or limits.get(resource, bound) < bound:
                 found.setdefault(resource, f"below the min {shown} per Pod")
         for resource, ratio in item.max_limit_request_ratio.items():
-            request, limit = requests.get(resource, Decimal(0)), limits.get(resource, Decimal(0))
-            if not request or not limit or limit / request > ratio:
-                found.setdefault(resource, f"limit/request above the max ratio {ratio:g} per Pod")
+            request = _milli(requests.get(resource, Decimal(0)))
+            limit = _milli(limits.get(resource, Decimal(0)))
+            if not request or not limit or limit / request * 1000 > _milli(ratio):  # floats, as upstream
+                found.setdefault(resource, f"limit/request above {ratio.normalize():f} per Pod")
     return found
+
+
+def _milli(value: Decimal) -> int:
+    return int((value * 1000).to_integral_value(rounding=ROUND_CEILING))
 
 
 def _added(injections: Iterable[Injection]) -> dict[tuple[str, str, str], Decimal]:
@@ -141,5 +148,5 @@ def withhold(
         if resource in breached(withheld):
             withheld |= {(resource, "all")}
             what = "requests and limits"
-        notes.append(f"{resource} {what} not set: they would break the Pod LimitRange ({now[resource]})")
+        notes.append(f"{resource} {what} not set: Pod LimitRange, {now[resource]}")
     return withheld, notes
