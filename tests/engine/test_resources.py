@@ -250,6 +250,14 @@ class TestBounds:
         assert first(result)["resources"]["requests"] == expected_requests
         assert first(result)["resources"]["limits"] == expected_limits
 
+    def test_a_limit_lowered_to_the_ratio_is_one_step_under_where_limit_ranger_rounds_over_it(self) -> None:
+        # LimitRanger divides thousandths as floats: 2023 / 1000 * 1000 = 2023.0000000000002 > 2023.
+        custom = policy("resources:\n  cpu: {request: '1', limit: ratio, limitRatio: 3}")
+        item = LimitRangeItem("Container", max_limit_request_ratio={"cpu": Decimal("2.023")})
+        _, result = run(pod(container()), using=custom, facts=ClusterFacts(limit_ranges=(item,)))
+        assert first(result)["resources"]["requests"]["cpu"] == "1"
+        assert first(result)["resources"]["limits"]["cpu"] == "2022m"
+
     def test_pod_level_resources_leave_those_resources_to_the_pod(self) -> None:
         subject = pod(container(), resources={"limits": {"cpu": "2"}})
         _, result = run(subject)

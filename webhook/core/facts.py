@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
 from webhook.core.quantity import QuantityError, parse
 
-__all__ = ["ClusterFacts", "LimitRangeItem", "limit_range_items", "parse_server_version"]
+__all__ = ["ClusterFacts", "LimitRangeItem", "limit_range_items", "parse_server_version", "ratio_breached"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +49,20 @@ def _quantities(raw: object) -> dict[str, Decimal]:
         except QuantityError:
             continue
     return out
+
+
+def _milli(value: Decimal) -> int:
+    return int((value * 1000).to_integral_value(rounding=ROUND_CEILING))
+
+
+def ratio_breached(request: Decimal, limit: Decimal, ratio: Decimal) -> bool:
+    """LimitRanger's `maxLimitRequestRatio` judgement: in thousandths rounded up, divided as floats.
+
+    So a limit of exactly `ratio` x request can still be refused (2.023 / 1 gives 2023.0000000000002).
+    A zero or missing request or limit breaks any ratio.
+    """
+    request_m, limit_m = _milli(request), _milli(limit)
+    return not request_m or not limit_m or limit_m / request_m * 1000 > _milli(ratio)
 
 
 def limit_range_items(limit_range: Mapping[str, Any]) -> tuple[LimitRangeItem, ...]:

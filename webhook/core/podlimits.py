@@ -13,11 +13,11 @@ nothing for a resource sized there.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from decimal import ROUND_CEILING, Decimal
+from decimal import Decimal
 from typing import Any
 
 from webhook.core.decision import Injection
-from webhook.core.facts import LimitRangeItem
+from webhook.core.facts import LimitRangeItem, ratio_breached
 from webhook.core.pod import containers
 from webhook.core.quantity import QuantityError, parse, render
 
@@ -100,15 +100,9 @@ def breaches(
             elif requests[resource] < bound or limits.get(resource, bound) < bound:
                 found.setdefault(resource, f"below the min {shown} per Pod")
         for resource, ratio in item.max_limit_request_ratio.items():
-            request = _milli(requests.get(resource, Decimal(0)))
-            limit = _milli(limits.get(resource, Decimal(0)))
-            if not request or not limit or limit / request * 1000 > _milli(ratio):  # floats, as upstream
+            if ratio_breached(requests.get(resource, Decimal(0)), limits.get(resource, Decimal(0)), ratio):
                 found.setdefault(resource, f"limit/request above {ratio.normalize():f} per Pod")
     return found
-
-
-def _milli(value: Decimal) -> int:
-    return int((value * 1000).to_integral_value(rounding=ROUND_CEILING))
 
 
 def _added(injections: Iterable[Injection]) -> dict[tuple[str, str, str], Decimal]:

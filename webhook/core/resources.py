@@ -12,7 +12,7 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
 from webhook.core.decision import Injection
-from webhook.core.facts import LimitRangeItem
+from webhook.core.facts import LimitRangeItem, ratio_breached
 from webhook.core.patch import PatchBuilder
 from webhook.core.pod import ContainerRef
 from webhook.core.policy import LimitMode, LimitRangerMode, Policy, ResourcePolicy
@@ -53,8 +53,11 @@ def usable_recommendation(profile: ContainerProfile | None, policy: Policy) -> R
     return profile if profile.evidence.confidence >= policy.min_confidence else None
 
 
+_STEP = (Decimal(1), Decimal("0.001"))  # the unit values are rounded to: bytes, or thousandths of a CPU
+
+
 def _round(resource: str, value: Decimal, *, up: bool) -> Decimal:
-    step = Decimal("0.001") if resource == "cpu" else Decimal(1)
+    step = _STEP[resource == "cpu"]
     return (value / step).to_integral_value(rounding=ROUND_CEILING if up else ROUND_FLOOR) * step
 
 
@@ -233,6 +236,11 @@ def _bounded_limit(
     if bounds.max_ratio is not None and value > request * bounds.max_ratio:
         value = max(request, _round(resource, request * bounds.max_ratio, up=False))
         note = f"{note}; lowered to LimitRange maxLimitRequestRatio {bounds.max_ratio:g}"
+    if bounds.max_ratio is not None and request > 0:
+        for _ in range(3):  # LimitRanger divides as floats: at exactly the ratio it may round over it
+            if value <= request or not ratio_breached(request, value, bounds.max_ratio):
+                break
+            value -= _STEP[resource == "cpu"]
     if bounds.min is not None and value < bounds.min:
         value, note = bounds.min, f"{note}; raised to LimitRange min"
     return max(value, request), note
