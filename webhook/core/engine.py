@@ -18,6 +18,7 @@ from webhook.core.patch import PatchBuilder
 from webhook.core.pod import (
     INJECTED_ANNOTATION,
     PROBE_PATH_ANNOTATION,
+    ContainerRef,
     containers,
     exclusions,
     is_long_running,
@@ -95,36 +96,29 @@ def _tailor_checked(
     serving_pod, windows = is_long_running(pod), is_windows(pod)
     personal_grace = grace_set_by_person(pod)
     sleeps: list[int] = []
+
+    def sized(ref: ContainerRef, *, into: PatchBuilder, held: Withheld) -> tuple[list[Injection], list[str]]:
+        """The container's resource injections and warnings, with `held` not set (see `podlimits`)."""
+        return size_container(
+            ref, policy=policy, profile=profiles.get(ref.name), limit_ranges=facts.limit_ranges,
+            limit_ranger_marks=marks, pod_level=pod_level, patch=into, withheld=held,
+        )
+
+    sizeable = [ref for ref in containers(pod) if ref.name not in opt_out.containers]
     withheld: Withheld = frozenset()
     if "resources" in features and has_pod_limits(facts.limit_ranges):
-
-        def sized(held: Withheld) -> list[Injection]:
-            scratch, found = PatchBuilder(pod), []
-            for ref in containers(pod):
-                if ref.name not in opt_out.containers:
-                    found += size_container(
-                        ref, policy=policy, profile=profiles.get(ref.name), limit_ranges=facts.limit_ranges,
-                        limit_ranger_marks=marks, pod_level=pod_level, patch=scratch, withheld=held,
-                    )[0]
-            return found
-
-        withheld, held_back = withhold(pod, facts.limit_ranges, sized=sized)
+        withheld, held_back = withhold(
+            pod,
+            facts.limit_ranges,
+            sized=lambda held: [
+                found for ref in sizeable for found in sized(ref, into=PatchBuilder(pod), held=held)[0]
+            ],
+        )
         warnings += held_back
-    for ref in containers(pod):
-        if ref.name in opt_out.containers:
-            continue
+    for ref in sizeable:
         profile = profiles.get(ref.name)
         if "resources" in features:
-            added, notes = size_container(
-                ref,
-                policy=policy,
-                profile=profile,
-                limit_ranges=facts.limit_ranges,
-                limit_ranger_marks=marks,
-                pod_level=pod_level,
-                patch=patch,
-                withheld=withheld,
-            )
+            added, notes = sized(ref, into=patch, held=withheld)
             injections += added
             warnings += notes
         if ref.group != "containers" or not serving_pod or serving_port(ref.body) is None:
