@@ -18,10 +18,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from webhook.cluster import ClusterRefresher, build_snapshot
-from webhook.policy_files import bundled_policies
-from webhook.settings import Settings
-from webhook.state import State
+from webhook.cluster.snapshot import build_snapshot
+from webhook.config.policies import bundled_policies
+from webhook.config.settings import Settings
+from webhook.refreshers.cluster import ClusterRefresher
+from webhook.refreshers.state import State
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from kubefake import FakeKube

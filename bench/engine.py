@@ -19,9 +19,9 @@ from typing import Any
 
 import jsonpatch
 
+from webhook.config.policies import bundled_policies
 from webhook.core.engine import tailor
 from webhook.core.facts import ClusterFacts
-from webhook.policy_files import bundled_policies
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "reviews"
 POLICY = bundled_policies().policies["default"]

@@ -111,7 +111,7 @@ def started(name: str, tls: Tls, cpu: str) -> Iterator[tuple[int, int]]:
     """Start one server pinned to `cpu`; yields (port, pid)."""
     port = free_port()
     if name.startswith("pod-tailor"):
-        command = [sys.executable, "-m", "webhook.cli", "serve", "--host", HOST, "--port", str(port),
+        command = [sys.executable, "-m", "webhook", "serve", "--host", HOST, "--port", str(port),
                    "--cert-file", str(tls.cert), "--key-file", str(tls.key)]
         if name == UNCACHED:
             command += ["--verdict-cache-size", "0"]
@@ -332,7 +332,7 @@ def _run(coroutine: Coroutine[Any, Any, T]) -> T:
 
 def make_tls(directory: Path) -> Tls:
     sys.path.insert(0, str(ROOT))
-    from webhook.certs import write_dev_certs
+    from webhook.server.certs import write_dev_certs
 
     ca, cert, key = write_dev_certs(directory, dns_names=("localhost",), ip_addresses=(HOST,))
     return Tls(ca, cert, key)

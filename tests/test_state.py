@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from webhook.core.snapshot import ProfileSnapshot
-from webhook.state import State
+from webhook.refreshers.state import State
 
 
 def test_profiles_never_built_are_infinitely_old_so_an_age_alert_fires() -> None:

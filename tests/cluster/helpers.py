@@ -45,7 +45,7 @@ def pod_tailor_serve(*, cert: Path, key: Path, kubeconfig: Path, extra: Sequence
     env = {k: v for k, v in os.environ.items() if not k.startswith(("POD_TAILOR_", "KUBERNETES_"))}
     env |= {"POD_TAILOR_CERT_FILE": str(cert), "POD_TAILOR_KEY_FILE": str(key)}
     process = subprocess.Popen(
-        [sys.executable, "-m", "webhook.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
+        [sys.executable, "-m", "webhook", "serve", "--host", "127.0.0.1", "--port", str(port),
          "--kubeconfig", str(kubeconfig), "--log-level", "warning", *extra],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip

@@ -13,8 +13,8 @@ import pytest
 import yaml
 from cryptography import x509
 
-from webhook.certs_command import SECRET_FILE, WEBHOOK_PATCH_FILE, write_certificates
-from webhook.cli import main
+from webhook.commands import main
+from webhook.server.selfsigned import SECRET_FILE, WEBHOOK_PATCH_FILE, write_certificates
 
 
 @pytest.fixture(scope="module")

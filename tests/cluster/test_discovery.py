@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from kubefake import FakeKube
 
-from webhook.certs import make_ca
-from webhook.cluster import ClusterRefresher
 from webhook.cluster.config import discover
+from webhook.config.settings import Settings
 from webhook.core.namespace import Mode
-from webhook.settings import Settings
-from webhook.state import State
+from webhook.refreshers.cluster import ClusterRefresher
+from webhook.refreshers.state import State
+from webhook.server.certs import make_ca
 
 
 @pytest.fixture

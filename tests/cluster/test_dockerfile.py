@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from webhook.cli import build_parser
+from webhook.commands import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -69,7 +69,7 @@ def test_the_entrypoint_runs_pod_tailor_serve_from_the_cli(parsed: list[tuple[st
     (cmd,) = [json.loads(a) for k, a in final if k == "CMD"]
     assert entrypoint + cmd == ["pod-tailor", "serve"]
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts[entrypoint[0]] == "webhook.cli:main"
+    assert scripts[entrypoint[0]] == "webhook.commands:main"
     assert build_parser().parse_args([*cmd, "--port", "8443"]).command == "serve"
 
 

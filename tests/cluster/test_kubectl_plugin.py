@@ -17,9 +17,9 @@ import pytest
 import yaml
 from kubefake import FakeKube
 
-from webhook.certs import write_dev_certs
-from webhook.kubectl_preview import controller_pod
-from webhook.sources import load_documents, pod_sources
+from webhook.offline.dryrun import controller_pod
+from webhook.offline.sources import load_documents, pod_sources
+from webhook.server.certs import write_dev_certs
 
 from .helpers import namespace, pod_tailor_serve, usable_kubectl, wait_until
 

@@ -16,9 +16,9 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from webhook.certs_command import write_certificates
-from webhook.cli import build_parser
-from webhook.settings import ENV_PREFIX, Settings
+from webhook.commands import build_parser
+from webhook.config.settings import ENV_PREFIX, Settings
+from webhook.server.selfsigned import write_certificates
 
 from .helpers import usable_kubectl
 
@@ -287,7 +287,7 @@ class TestRbac:
 
 
 def test_the_policy_configmap_holds_a_valid_policy() -> None:
-    from webhook.policy_files import load_policy_text
+    from webhook.config.policies import load_policy_text
 
     configmap = find(base_objects(), "ConfigMap", "pod-tailor-policy")
     settings = Settings()

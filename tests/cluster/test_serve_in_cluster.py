@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from kubefake import FakeKube
 
-from webhook.certs_command import write_certificates
+from webhook.server.selfsigned import write_certificates
 
 from .helpers import namespace, pod_tailor_serve, wait_until
 

@@ -8,9 +8,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webhook.cluster import build_snapshot
-from webhook.policy_files import bundled_policies
-from webhook.settings import Settings
+from webhook.cluster.snapshot import build_snapshot
+from webhook.config.policies import bundled_policies
+from webhook.config.settings import Settings
 
 
 def limit_range(namespace: str, name: str, version: int, cpu_max: int) -> dict[str, Any]:

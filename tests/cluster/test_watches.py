@@ -14,10 +14,10 @@ import pytest
 from kubefake import FakeKube
 from prometheus_client import REGISTRY
 
-from webhook.cluster import ClusterRefresher
+from webhook.config.settings import Settings
 from webhook.core.namespace import Mode
-from webhook.settings import Settings
-from webhook.state import State
+from webhook.refreshers.cluster import ClusterRefresher
+from webhook.refreshers.state import State
 
 from .helpers import wait_until
 

@@ -8,12 +8,12 @@ from typing import Any
 
 import jsonpatch
 
+from webhook.config.policies import bundled_policies, load_policy_text
 from webhook.core.decision import Decision
 from webhook.core.engine import tailor
 from webhook.core.facts import ClusterFacts
 from webhook.core.policy import Policy
 from webhook.core.profile import WorkloadProfiles
-from webhook.policy_files import bundled_policies, load_policy_text
 
 DEFAULT = bundled_policies().policies["default"]
 

@@ -11,11 +11,11 @@ import jsonpatch
 import kubernetes_validate
 import pytest
 
+from webhook.config.policies import bundled_policies
 from webhook.core.engine import tailor
 from webhook.core.facts import ClusterFacts
 from webhook.core.inputs import decision_inputs
 from webhook.core.pod import serving_port
-from webhook.policy_files import bundled_policies
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "reviews"
 REVIEWS = sorted(CORPUS.glob("*.json"))

@@ -9,11 +9,11 @@ import jsonpatch
 import pytest
 import yaml
 
-from webhook.cli import main
+from webhook.commands import main
+from webhook.config.policies import bundled_policies
 from webhook.core.engine import decide
 from webhook.core.pod import INJECTED_ANNOTATION
 from webhook.core.snapshot import EMPTY_PROFILES, ClusterSnapshot
-from webhook.policy_files import bundled_policies
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 MANIFESTS = sorted(

@@ -12,12 +12,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.engine.strategies import facts, pods, profile_for
+from webhook.config.policies import bundled_policies, load_policy_text
 from webhook.core.engine import tailor
 from webhook.core.facts import ClusterFacts, LimitRangeItem
 from webhook.core.inputs import decision_inputs
 from webhook.core.pod import INJECTED_ANNOTATION
 from webhook.core.podlimits import breaches, pod_total
-from webhook.policy_files import bundled_policies, load_policy_text
 
 POLICIES = [
     bundled_policies().policies["default"],

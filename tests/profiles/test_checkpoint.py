@@ -263,7 +263,7 @@ class TestTheCommand:
     def test_build_keeps_a_checkpoint_in_the_cache_and_uses_it_next_time(
         self, history: History, tmp_path: Path, private_cache: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        from webhook.cli import main
+        from webhook.commands import main
 
         args = [*self.ARGS, "--prometheus", history.prometheus.url, "--store", str(tmp_path / "p.json")]
         assert main(args) == 0
@@ -278,14 +278,14 @@ class TestTheCommand:
     def test_no_checkpoint_reads_the_whole_window_and_writes_nothing(
         self, history: History, tmp_path: Path, private_cache: Path
     ) -> None:
-        from webhook.cli import main
+        from webhook.commands import main
 
         args = [*self.ARGS, "--prometheus", history.prometheus.url, "--store", str(tmp_path / "p.json")]
         assert main([*args, "--no-checkpoint"]) == 0
         assert not (private_cache / "pod-tailor").exists()
 
     def test_partial_answers_are_never_kept(self, history: History, tmp_path: Path) -> None:
-        from webhook.cli import main
+        from webhook.commands import main
 
         where = tmp_path / "c.json"
         args = ["profiles", "build", "--prometheus", history.prometheus.url, "--namespace", "partial",

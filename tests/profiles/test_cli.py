@@ -10,7 +10,7 @@ import pytest
 import yaml
 from conftest import History
 
-from webhook.cli import main
+from webhook.commands import main
 from webhook.core.quantity import parse
 
 BUILD = ["profiles", "build", "--namespace", "shop", "--step", "5m", "--rate-window", "10m",
@@ -77,7 +77,7 @@ def test_build_without_a_prometheus_url_says_how_to_give_one(
 ) -> None:
     monkeypatch.delenv("POD_TAILOR_PROMETHEUS_URL", raising=False)
     assert main(["profiles", "build", "--store", str(tmp_path / "p.json")]) == 1
-    assert "pass --prometheus URL or set POD_TAILOR_PROMETHEUS_URL" in capsys.readouterr().err
+    assert "pass --prometheus-url URL or set POD_TAILOR_PROMETHEUS_URL" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("option", "value"), [("--window", "fortnight"), ("--step", "0m")])

@@ -9,18 +9,18 @@ from typing import Any
 import jsonpatch
 from conftest import History, test_settings
 
+from webhook.config.policies import bundled_policies
 from webhook.core.engine import decide
 from webhook.core.pod import INJECTED_ANNOTATION
 from webhook.core.profile import Recommendation
 from webhook.core.quantity import render_bytes, render_cpu
 from webhook.core.snapshot import ClusterSnapshot
 from webhook.core.workload import WorkloadKey
-from webhook.policy_files import bundled_policies
 from webhook.profiles.build import BuildResult, build_profiles
 from webhook.profiles.prometheus import Prometheus
-from webhook.profiles.refresh import ProfileRefresher
 from webhook.profiles.store import FileStore, load_snapshot
-from webhook.state import State
+from webhook.refreshers.profiles import ProfileRefresher
+from webhook.refreshers.state import State
 
 
 def _new_pod(

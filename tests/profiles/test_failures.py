@@ -13,14 +13,14 @@ import scenarios
 from conftest import History, test_settings
 from promserver import free_port
 
-from webhook.cli import main
+from webhook.commands import main
 from webhook.core.profile import ContainerProfile
 from webhook.core.workload import WorkloadKey
 from webhook.profiles.build import build_profiles
 from webhook.profiles.prometheus import Prometheus, PrometheusError
-from webhook.profiles.refresh import ProfileRefresher
 from webhook.profiles.store import FileStore, ProfileDocument, WorkloadEntry
-from webhook.state import State
+from webhook.refreshers.profiles import ProfileRefresher
+from webhook.refreshers.state import State
 
 
 @pytest.fixture

@@ -14,13 +14,13 @@ import pytest
 from conftest import History
 from kubefake import FakeKube
 
-from webhook.cli import main
 from webhook.cluster.config import discover
+from webhook.commands import main
 from webhook.core.profile import Recommendation
 from webhook.core.workload import WorkloadKey
 from webhook.profiles.kubestore import KubeStore, configmap_name
-from webhook.profiles.refresh import ProfileRefresher
-from webhook.state import State
+from webhook.refreshers.profiles import ProfileRefresher
+from webhook.refreshers.state import State
 
 
 @pytest.fixture
@@ -34,7 +34,7 @@ def test_the_recommender_writes_configmaps_that_webhook_replicas_load(
 ) -> None:
     kubeconfig = str(kube.write_kubeconfig(tmp_path / "kubeconfig"))
     command = [
-        sys.executable, "-m", "webhook.cli", "recommend", "--prometheus", history.prometheus.url,
+        sys.executable, "-m", "webhook", "recommend", "--prometheus", history.prometheus.url,
         "--namespace", "shop", "--step", "5m", "--rate-window", "10m", "--interval", "3600",
         "--kubernetes", "--kubeconfig", kubeconfig, "-q",
     ]

@@ -22,14 +22,14 @@ import pytest
 import uvicorn
 
 from webhook.admission import Engine
-from webhook.certs import KeyPair, make_ca, make_serving_cert, write_pem
+from webhook.config.policies import bundled_policies
+from webhook.config.settings import Settings
 from webhook.core.namespace import MODE_LABEL, POLICY_LABEL
 from webhook.core.snapshot import ClusterSnapshot
-from webhook.policy_files import bundled_policies
+from webhook.refreshers.state import Refresher, State
 from webhook.server.app import create_app
+from webhook.server.certs import KeyPair, make_ca, make_serving_cert, write_pem
 from webhook.server.tls import CertificateReloader
-from webhook.settings import Settings
-from webhook.state import Refresher, State
 
 CORPUS = Path("/work/shared/corpus/reviews")
 MUTATE = "/mutate?timeout=10s"

@@ -27,11 +27,11 @@ from tests.server.conftest import (
     running_server,
 )
 from webhook.admission import VerdictCache, admit, default_engine
+from webhook.config.settings import Settings
 from webhook.core.inputs import decision_inputs
 from webhook.core.pod import malformed
+from webhook.refreshers.state import State
 from webhook.server.app import create_app
-from webhook.settings import Settings
-from webhook.state import State
 
 REVIEWS: list[dict[str, Any]] = [orjson.loads(p.read_bytes()) for p in corpus_files()]
 NAMESPACES = ["default", *NAMESPACE_LABELS]  # every mode, a bad mode label and an unknown policy

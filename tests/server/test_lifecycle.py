@@ -16,7 +16,7 @@ import orjson
 
 from tests.server.conftest import free_port, make_tls_files, review_for, running_server
 from webhook.core.snapshot import ProfileSnapshot
-from webhook.state import State
+from webhook.refreshers.state import State
 
 
 class GatedRefresher:
@@ -78,7 +78,7 @@ class TestReadiness:
 
 def _serve(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "webhook.cli", "serve", *args],
+        [sys.executable, "-m", "webhook", "serve", *args],
         env={**os.environ, **(env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

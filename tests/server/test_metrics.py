@@ -6,10 +6,10 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from webhook.admission import Answer, ErrorReason, Outcome
+from webhook.config.policies import bundled_policies
 from webhook.core.snapshot import ClusterSnapshot
-from webhook.policy_files import bundled_policies
+from webhook.refreshers.state import State
 from webhook.server.metrics import Metrics
-from webhook.state import State
 
 
 def fresh() -> Metrics:

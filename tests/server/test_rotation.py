@@ -76,7 +76,7 @@ class TestRotation:
     def test_a_half_written_pair_keeps_the_current_certificate_until_both_files_match(
         self, tmp_path: Path
     ) -> None:
-        from webhook.certs import make_serving_cert, write_pem
+        from webhook.server.certs import make_serving_cert, write_pem
 
         with running_server(tmp_path, cert_reload_seconds=3600) as running:
             first = served_serial(running)

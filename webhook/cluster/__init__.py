@@ -1,5 +1,3 @@
-"""Cluster state for the snapshots: config discovery, list+watch, the policy ConfigMap, the version."""
-
-from webhook.cluster.refresher import ClusterRefresher, build_snapshot
-
-__all__ = ["ClusterRefresher", "build_snapshot"]
+"""The Kubernetes adapter: finding the API server, list+watch of collections, the policy ConfigMap,
+and turning what is watched into a `ClusterSnapshot`. The refresher that runs it is
+`webhook.refreshers.cluster`."""

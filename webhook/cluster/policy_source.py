@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.cluster import metrics
+from webhook.config.policies import load_policy_text
 from webhook.core.policy import PolicyError, PolicySet
-from webhook.policy_files import load_policy_text
 
 __all__ = ["POLICY_KEY", "PolicyOutcome", "PolicySource"]
 

@@ -20,11 +20,11 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from webhook import __version__
 from webhook.admission import Answer, Engine, Outcome, VerdictCache, admit, default_engine, too_large
+from webhook.config.settings import Settings
+from webhook.refreshers.state import Refresher, State
 from webhook.server.logs import RequestLog
 from webhook.server.metrics import Metrics
 from webhook.server.tls import CertificateReloader
-from webhook.settings import Settings
-from webhook.state import Refresher, State
 
 __all__ = ["create_app"]
 

@@ -17,7 +17,7 @@ from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, M
 from prometheus_client.registry import Collector
 
 from webhook.admission import Answer, ErrorReason, Outcome
-from webhook.state import State
+from webhook.refreshers.state import State
 
 __all__ = ["Metrics"]
 

@@ -7,15 +7,15 @@ import logging
 
 import uvicorn
 
+from webhook.config.policies import bundled_policies, load_policy_file
+from webhook.config.settings import Settings
 from webhook.core.policy import PolicyError
 from webhook.core.snapshot import ClusterSnapshot
-from webhook.policy_files import bundled_policies, load_policy_file
+from webhook.refreshers.state import State
 from webhook.server.app import create_app
 from webhook.server.logs import configure_logging
 from webhook.server.tls import CertificateReloader
 from webhook.server.wiring import build_refreshers
-from webhook.settings import Settings
-from webhook.state import State
 
 __all__ = ["initial_state", "serve", "uvicorn_config"]
 

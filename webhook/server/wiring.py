@@ -1,14 +1,14 @@
 """Which background refreshers the server runs; each feature adds its own here.
 
-Refreshers keep the snapshots the admission path reads fresh (see `Refresher` in webhook/state.py).
+Refreshers keep the snapshots the admission path reads fresh (see `Refresher` in webhook/refreshers/state.py).
 """
 
 from __future__ import annotations
 
-from webhook.cluster import ClusterRefresher
-from webhook.profiles.refresh import profile_refresher
-from webhook.settings import Settings
-from webhook.state import Refresher
+from webhook.config.settings import Settings
+from webhook.refreshers.cluster import ClusterRefresher
+from webhook.refreshers.profiles import profile_refresher
+from webhook.refreshers.state import Refresher
 
 __all__ = ["build_refreshers"]
 

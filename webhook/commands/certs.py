@@ -9,70 +9,13 @@ Rotation is re-running the command and re-applying; the webhook reloads the moun
 from __future__ import annotations
 
 import argparse
-import base64
 from pathlib import Path
 from typing import Any
 
-import yaml
+from webhook.server.certs import service_dns_names
+from webhook.server.selfsigned import write_certificates
 
-from webhook.certs import make_ca, make_serving_cert, service_dns_names, write_pem
-
-__all__ = ["SECRET_FILE", "WEBHOOK_PATCH_FILE", "register", "write_certificates"]
-
-SECRET_FILE = "tls-secret.yaml"
-WEBHOOK_PATCH_FILE = "cabundle.yaml"
-
-
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
-
-
-def write_certificates(
-    out: Path,
-    *,
-    service: str = "pod-tailor",
-    namespace: str = "pod-tailor",
-    secret: str = "pod-tailor-tls",
-    webhook_configuration: str = "pod-tailor",
-    webhooks: tuple[str, ...] = ("pods.pod-tailor.io",),
-    days: int = 365,
-) -> dict[str, Path]:
-    """Write ca.crt, tls.crt, tls.key, the Secret manifest and the caBundle patch into `out`."""
-    ca = make_ca(f"pod-tailor CA ({namespace})", days=max(days * 2, 730))
-    # Only names inside the cluster: the API server always calls `<service>.<namespace>.svc`.
-    serving = make_serving_cert(
-        ca, dns_names=service_dns_names(service, namespace), ip_addresses=(), days=days
-    )
-    secret_manifest: dict[str, Any] = {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "type": "kubernetes.io/tls",
-        "metadata": {
-            "name": secret,
-            "namespace": namespace,
-            "labels": {"app.kubernetes.io/name": "pod-tailor"},
-        },
-        "data": {
-            "tls.crt": _b64(serving.cert_pem),
-            "tls.key": _b64(serving.key_pem),
-            "ca.crt": _b64(ca.cert_pem),
-        },
-    }
-    patch: dict[str, Any] = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "MutatingWebhookConfiguration",
-        "metadata": {"name": webhook_configuration},
-        "webhooks": [{"name": name, "clientConfig": {"caBundle": _b64(ca.cert_pem)}} for name in webhooks],
-    }
-    return {
-        "ca.crt": write_pem(out / "ca.crt", ca.cert_pem),
-        "tls.crt": write_pem(out / "tls.crt", serving.cert_pem),
-        "tls.key": write_pem(out / "tls.key", serving.key_pem, private=True),
-        SECRET_FILE: write_pem(out / SECRET_FILE, yaml.safe_dump(secret_manifest).encode(), private=True),
-        WEBHOOK_PATCH_FILE: write_pem(
-            out / WEBHOOK_PATCH_FILE, yaml.safe_dump(patch, sort_keys=False).encode()
-        ),
-    }
+__all__ = ["register"]
 
 
 def _main(args: argparse.Namespace) -> int:

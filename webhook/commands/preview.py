@@ -7,7 +7,6 @@ objects, a unified diff, or the JSON Patch (for a review: exactly what the serve
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import difflib
 import json
 import sys
@@ -15,21 +14,15 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-import jsonpatch
-import yaml
-
-from webhook.admission.verdict import verdict
-from webhook.core.decision import Decision
-from webhook.core.engine import decide
-from webhook.core.namespace import Mode, NamespaceSettings
-from webhook.core.patch import pointer
+from webhook.config.policies import bundled_policies, load_policy_file
+from webhook.core.namespace import Mode
 from webhook.core.policy import PolicyError
-from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
-from webhook.policy_files import bundled_policies, load_policy_file
+from webhook.core.snapshot import ClusterSnapshot
+from webhook.offline.preview import Previewed, dump_yaml, notes, prefixed, run_preview
+from webhook.offline.sources import SourceError
 from webhook.profiles.store import StoreError, load_snapshot
-from webhook.sources import PodSource, SourceError, load_documents, pod_sources
 
-__all__ = ["register", "run_preview"]
+__all__ = ["register"]
 
 
 def register(subparsers: Any) -> None:
@@ -82,75 +75,24 @@ def _version(text: str | None) -> tuple[int, int] | None:
     return int(major), int(minor)
 
 
-def _prefixed(ops: tuple[dict[str, Any], ...], prefix: tuple[str, ...]) -> list[dict[str, Any]]:
-    head = pointer(prefix)
-    return [{**op, "path": head + op["path"]} for op in ops]
-
-
-def run_preview(
-    text: str,
-    *,
-    cluster: ClusterSnapshot,
-    profiles: ProfileSnapshot,
-    namespace: str | None = None,
-    labels: dict[str, str] | None = None,
-) -> list[tuple[PodSource, Decision, Mode, dict[str, Any]]]:
-    """Run the engine on every Pod found in `text`; returns (source, decision, mode, mutated document).
-
-    `labels`, when given, are the labels of whichever namespace the objects land in.
-    """
-    sources = pod_sources(load_documents(text), namespace=namespace)
-    if labels is not None:
-        cluster = dataclasses.replace(cluster, namespaces={source.namespace: labels for source in sources})
-    results = []
-    for source in sources:
-        settings, decision = decide(
-            source.pod,
-            namespace=source.namespace,
-            cluster=cluster,
-            profiles=profiles,
-            workload=None if source.is_review else source.workload,
-        )
-        document = source.document
-        if settings.mode is Mode.ENFORCE and decision.ops:
-            document = jsonpatch.apply_patch(source.document, _prefixed(decision.ops, source.prefix))
-        results.append((source, decision, settings.mode, document))
-    return results
-
-
-class _Dumper(yaml.SafeDumper):
-    """Multi-line strings (the injected annotation) as readable `|` blocks."""
-
-
-def _block_strings(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
-
-
-_Dumper.add_representer(str, _block_strings)
-
-
-def _dump(document: dict[str, Any]) -> str:
-    return yaml.dump(document, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=10_000)
-
-
 def _report(
-    results: list[tuple[PodSource, Decision, Mode, dict[str, Any]]], *, args: argparse.Namespace, out: TextIO
+    results: list[Previewed], *, args: argparse.Namespace, out: TextIO
 ) -> None:
     if args.patch:
         for source, decision, mode, _ in results:
             ops = list(decision.ops) if mode is Mode.ENFORCE else []
-            out.write(json.dumps(ops if source.is_review else _prefixed(tuple(ops), source.prefix)) + "\n")
+            out.write(json.dumps(ops if source.is_review else prefixed(tuple(ops), source.prefix)) + "\n")
         return
     if args.diff:
         for source, _, _, document in results:
-            before, after = _dump(source.document).splitlines(True), _dump(document).splitlines(True)
+            before, after = dump_yaml(source.document).splitlines(True), dump_yaml(document).splitlines(True)
             out.writelines(
                 difflib.unified_diff(
                     before, after, f"{source.label} (as written)", f"{source.label} (tailored)"
                 )
             )
         return
-    out.write("---\n".join(_dump(document) for _, _, _, document in results))
+    out.write("---\n".join(dump_yaml(document) for _, _, _, document in results))
 
 
 def _main(args: argparse.Namespace) -> int:
@@ -173,21 +115,7 @@ def _main(args: argparse.Namespace) -> int:
         print(f"pod-tailor preview: {message}", file=sys.stderr)
         return 2
     for source, decision, mode, _ in results:
-        for line in _notes(source, decision, mode):
+        for line in notes(source, decision, mode):
             print(line, file=sys.stderr)
     _report(results, args=args, out=sys.stdout)
     return 0
-
-
-def _notes(source: PodSource, decision: Decision, mode: Mode) -> list[str]:
-    """The warnings kubectl would print for this Pod (the server's own wording), then a note."""
-    shown = verdict(NamespaceSettings(mode, decision.policy), decision)
-    lines = [f"# {source.label}:"] if shown.warnings else []
-    lines += [f"Warning: {warning}" for warning in shown.warnings]
-    if mode is Mode.OFF:
-        lines.append(f"# {source.label}: pod-tailor is off in this namespace; nothing would change")
-    elif decision.skipped:
-        lines.append(f"# {source.label}: left alone: {decision.skipped}")
-    elif mode is Mode.ENFORCE and not decision.ops:
-        lines.append(f"# {source.label}: nothing to add")
-    return lines

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from webhook.settings import SettingsError, add_arguments, load_settings
+from webhook.config.settings import SettingsError, add_arguments, load_settings
 
 __all__ = ["register"]
 

@@ -1,4 +1,7 @@
-"""The `pod-tailor` command: each sub-command lives in its own module and registers itself here."""
+"""The `pod-tailor` command. Every verb is one thin module in this folder, over the layers below.
+
+Each module exposes `register(subparsers)` and sets `func(args) -> int` on its parser.
+"""
 
 from __future__ import annotations
 
@@ -13,11 +16,12 @@ __all__ = ["main"]
 
 # Modules exposing `register(subparsers)`; each sets `func(args) -> int` on its parser.
 COMMANDS = (
-    "webhook.preview",
-    "webhook.server.command",
-    "webhook.profiles.cli",
-    "webhook.certs_command",
-    "webhook.kubectl_preview",
+    "webhook.commands.serve",
+    "webhook.commands.preview",
+    "webhook.commands.cluster_preview",
+    "webhook.commands.profiles",
+    "webhook.commands.recommend",
+    "webhook.commands.certs",
 )
 
 

@@ -15,10 +15,10 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from webhook.config.settings import Settings
 from webhook.profiles.prometheus import PrometheusError
 from webhook.profiles.store import ProfileDocument, ProfileStore, StoreError
-from webhook.settings import Settings
-from webhook.state import State
+from webhook.refreshers.state import State
 
 __all__ = ["ProfileRefresher", "profile_refresher"]
 
@@ -113,7 +113,7 @@ def profile_refresher(settings: Settings) -> ProfileRefresher:
     from pathlib import Path
 
     from webhook.profiles.build import BuildSettings, IncrementalBuild
-    from webhook.profiles.cli import open_store
+    from webhook.profiles.runner import open_store
 
     store: ProfileStore
     try:

@@ -11,8 +11,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from webhook.config.policies import bundled_policies
 from webhook.core.snapshot import EMPTY_PROFILES, ClusterSnapshot, ProfileSnapshot
-from webhook.policy_files import bundled_policies
 
 __all__ = ["Refresher", "State"]
 

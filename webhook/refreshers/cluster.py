@@ -22,63 +22,18 @@ from kubernetes import client
 from webhook.cluster import metrics
 from webhook.cluster.config import SERVICE_ACCOUNT_DIR, ClusterConfig, discover
 from webhook.cluster.policy_source import PolicySource
+from webhook.cluster.snapshot import build_snapshot
 from webhook.cluster.watch import ListCall, Watched
-from webhook.core.facts import LimitRangeItem, limit_range_items, parse_server_version
+from webhook.config.policies import bundled_policies, load_policy_file
+from webhook.config.settings import Settings
+from webhook.core.facts import LimitRangeItem, parse_server_version
 from webhook.core.policy import PolicySet
 from webhook.core.snapshot import ClusterSnapshot
-from webhook.policy_files import bundled_policies, load_policy_file
-from webhook.settings import Settings
-from webhook.state import State
+from webhook.refreshers.state import State
 
-__all__ = ["ClusterRefresher", "build_snapshot"]
+__all__ = ["ClusterRefresher", "base_policies"]
 
 log = logging.getLogger(__name__)
-
-
-def build_snapshot(
-    *,
-    policies: PolicySet,
-    settings: Settings,
-    namespaces: list[dict[str, Any]],
-    limit_ranges: list[dict[str, Any]],
-    server_version: tuple[int, int] | None,
-    taken_at: float,
-    source: str,
-    parsed: dict[tuple[str, str, str], tuple[LimitRangeItem, ...]] | None = None,
-) -> ClusterSnapshot:
-    """One complete snapshot from the watched objects (several LimitRanges per namespace add up).
-
-    `parsed` caches parsed LimitRanges by (namespace, name, resourceVersion) across rebuilds: parsing
-    quantities is most of a rebuild's cost, and an event changes one object. Stale entries are dropped.
-    """
-    labels = {
-        str(ns["metadata"]["name"]): dict(ns["metadata"].get("labels") or {})
-        for ns in namespaces
-        if (ns.get("metadata") or {}).get("name")
-    }
-    cache = {} if parsed is None else parsed
-    seen: set[tuple[str, str, str]] = set()
-    ranges: dict[str, tuple[LimitRangeItem, ...]] = {}
-    for limit_range in sorted(limit_ranges, key=lambda lr: str(lr["metadata"].get("name"))):
-        meta = limit_range["metadata"]
-        namespace = str(meta.get("namespace") or "")
-        key = (namespace, str(meta.get("name")), str(meta.get("resourceVersion", "")))
-        seen.add(key)
-        items = cache.get(key)
-        if items is None:
-            items = cache[key] = limit_range_items(limit_range)
-        ranges[namespace] = ranges.get(namespace, ()) + items
-    for stale in cache.keys() - seen:
-        del cache[stale]
-    return ClusterSnapshot(
-        policies=policies,
-        default_mode=settings.default_mode,
-        namespaces=labels,
-        limit_ranges=ranges,
-        server_version=server_version,
-        taken_at=taken_at,
-        source=source,
-    )
 
 
 def base_policies(settings: Settings) -> PolicySet:

@@ -1,0 +1,141 @@
+"""Options shared by the commands that read Prometheus or the profile store (profiles, recommend, report).
+
+Each returns plain values; the commands turn them into the library's settings objects.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from webhook.profiles.build import BuildSettings
+from webhook.profiles.checkpoint import default_checkpoint_path
+from webhook.profiles.runner import BuildRun, open_store
+from webhook.profiles.store import ProfileStore
+from webhook.profiles.strategy import StrategySettings
+
+__all__ = ["add_build_options", "add_store_options", "build_run", "build_settings", "store_from"]
+
+
+def add_store_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("store")
+    group.add_argument("--store", type=Path, help="profile store file (default: the shared default location)")
+    group.add_argument(
+        "--kubernetes", action="store_true", help="use ConfigMaps in --store-namespace instead of a file"
+    )
+    group.add_argument("--store-namespace", default="pod-tailor", help="namespace of the profile ConfigMaps")
+    group.add_argument("--kubeconfig", help="kubeconfig (default: in-cluster, $KUBECONFIG, ~/.kube/config)")
+
+
+def add_build_options(parser: argparse.ArgumentParser) -> None:
+    defaults, strategy = BuildSettings(), StrategySettings()
+    parser.add_argument(
+        "--prometheus-url", "--prometheus", dest="prometheus",
+        default=os.environ.get("POD_TAILOR_PROMETHEUS_URL"),
+        help="Prometheus base URL, e.g. http://prometheus:9090 [env POD_TAILOR_PROMETHEUS_URL]",
+    )
+    parser.add_argument("--window", default=defaults.window, help=f"history to read [{defaults.window}]")
+    parser.add_argument(
+        "--namespace", action="append", default=[], help="only this namespace (repeatable; default: all)"
+    )
+    parser.add_argument("--step", default=defaults.step, help=f"usage resolution [{defaults.step}]")
+    parser.add_argument(
+        "--rate-window", default=defaults.rate_window,
+        help=f"rate() window over the CPU counter, >= 2 scrape intervals [{defaults.rate_window}]",
+    )
+    parser.add_argument(
+        "--percentile", type=float, default=strategy.cpu_percentile,
+        help=f"CPU request percentile [{strategy.cpu_percentile:g}]",
+    )
+    parser.add_argument(
+        "--memory-margin", type=float, default=strategy.memory_margin,
+        help=f"memory request = peak x (1 + margin) [{strategy.memory_margin:g}]",
+    )
+    parser.add_argument(
+        "--min-hours", type=float, default=strategy.min_hours,
+        help=f"less history gives no recommendation [{strategy.min_hours:g}]",
+    )
+    parser.add_argument(
+        "--min-samples", type=int, default=strategy.min_samples,
+        help=f"fewer points give no recommendation [{strategy.min_samples}]",
+    )
+    parser.add_argument(
+        "--startup-window", type=int, default=strategy.startup_window_seconds,
+        help=f"seconds after a container start counted as start-up [{strategy.startup_window_seconds}]",
+    )
+    parser.add_argument(
+        "--cpu-rate-metric",
+        help="a recorded per-container CPU rate to read instead of rate() over the cadvisor counter, e.g. "
+        "node_namespace_pod_container:container_cpu_usage_seconds_total:sum_irate (kube-prometheus)",
+    )
+    parser.add_argument(
+        "--startup-lookback", default=defaults.startup_lookback,
+        help=f"start-up CPU from container starts this recent [{defaults.startup_lookback}]",
+    )
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per Prometheus query [120]")
+    parser.add_argument(
+        "--slices", type=int, default=0,
+        help="start the big queries cut into this many time slices [0: as many as keep each under"
+        " --samples-per-query, from the live series and the scrape interval]",
+    )
+    parser.add_argument(
+        "--samples-per-query", type=int, default=defaults.samples_per_query,
+        help=f"sample budget of one big query (Prometheus' --query.max-samples is 50 M by default)"
+        f" [{defaults.samples_per_query}]",
+    )
+    parser.add_argument(
+        "--allow-partial", action="store_true",
+        help="write the store even when Prometheus reports partial data (warnings)",
+    )
+    parser.add_argument(
+        "--checkpoint", type=Path,
+        help="file keeping the answers of past days between builds, so that a build asks Prometheus only"
+        " for what changed since [$POD_TAILOR_CHECKPOINT, else ~/.cache/pod-tailor/build-checkpoint.json]",
+    )
+    parser.add_argument(
+        "--no-checkpoint", action="store_true", help="read the whole window from Prometheus every time"
+    )
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+
+
+
+
+def store_from(args: argparse.Namespace) -> ProfileStore:
+    return open_store(
+        path=args.store,
+        kubernetes=args.kubernetes,
+        namespace=args.store_namespace,
+        kubeconfig=args.kubeconfig,
+    )
+
+
+def build_settings(args: argparse.Namespace) -> BuildSettings:
+    strategy = StrategySettings(
+        cpu_percentile=args.percentile,
+        memory_margin=args.memory_margin,
+        min_hours=args.min_hours,
+        min_samples=args.min_samples,
+        startup_window_seconds=args.startup_window,
+    )
+    return BuildSettings(
+        window=args.window,
+        step=args.step,
+        rate_window=args.rate_window,
+        namespaces=tuple(args.namespace),
+        cpu_rate_metric=args.cpu_rate_metric or None,
+        slices=max(0, args.slices),
+        samples_per_query=args.samples_per_query,
+        startup_lookback=args.startup_lookback,
+        strategy=strategy,
+    )
+
+
+def build_run(args: argparse.Namespace) -> BuildRun:
+    return BuildRun(
+        url=args.prometheus,
+        timeout=args.timeout,
+        checkpoint_path=None if args.no_checkpoint else (args.checkpoint or default_checkpoint_path()),
+        end=getattr(args, "end", None),  # only `profiles build` has --end; the recommender reads up to now
+        allow_partial=args.allow_partial,
+    )

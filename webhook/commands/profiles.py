@@ -1,0 +1,105 @@
+"""`pod-tailor profiles build|show`: read Prometheus history into the profile store, and print it.
+
+`build` writes the store only when the build succeeded without partial data, so a failed build
+leaves the last profiles in place.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import yaml
+
+from webhook.commands.options import (
+    add_build_options,
+    add_store_options,
+    build_run,
+    build_settings,
+    store_from,
+)
+from webhook.profiles.prometheus import PrometheusError
+from webhook.profiles.runner import build_once, counts
+from webhook.profiles.store import ProfileDocument, StoreError, encode_document
+from webhook.profiles.table import render_table, select
+
+__all__ = ["progress_printer", "register"]
+
+
+def register(subparsers: Any) -> None:
+    profiles = subparsers.add_parser(
+        "profiles", help="build and inspect usage profiles from Prometheus history",
+        description="Per-workload, per-container requests sized from what each workload really used.",
+    )
+    sub = profiles.add_subparsers(dest="profiles_command", required=True, metavar="ACTION")
+    build = sub.add_parser("build", help="read Prometheus history and write the profile store")
+    add_build_options(build)
+    build.add_argument(
+        "--end", type=float, help="unix time the window ends at, for a build as of then (default: now)"
+    )
+    add_store_options(build)
+    build.set_defaults(func=_build_main)
+    show = sub.add_parser("show", help="print the stored profiles")
+    show.add_argument("selector", nargs="?", help="NAMESPACE, NAMESPACE/NAME or NAMESPACE/Kind/NAME")
+    show.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
+    add_store_options(show)
+    show.set_defaults(func=_show_main)
+
+
+def progress_printer(quiet: bool) -> Callable[[str], None]:
+    """Progress lines on stderr, stamped with the seconds since the build started."""
+    started = time.monotonic()
+
+    def say(message: str) -> None:
+        if not quiet:
+            print(f"[{time.monotonic() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
+
+    return say
+
+
+def _build_main(args: argparse.Namespace) -> int:
+    try:
+        store = store_from(args)
+        progress = progress_printer(args.quiet)
+        result = build_once(build_run(args), build_settings(args), store, progress=progress)
+    except (PrometheusError, StoreError, ValueError) as exc:
+        print(f"pod-tailor profiles build: {exc}", file=sys.stderr)
+        return 1
+    found = counts(result.document)
+    print(
+        f"wrote {found.workloads} workloads ({found.recommended} containers with a recommendation, "
+        f"{found.without} without) to {store.describe()} in {result.seconds:.1f}s using "
+        f"{result.queries} Prometheus queries"
+    )
+    return 0
+
+
+def _show_main(args: argparse.Namespace) -> int:
+    try:
+        document = store_from(args).read()
+    except StoreError as exc:
+        print(f"pod-tailor profiles show: {exc}", file=sys.stderr)
+        return 1
+    selected = select(document, args.selector)
+    if args.output == "table":
+        if not selected:
+            where = f" matching {args.selector}" if args.selector else ""
+            print(f"no profiles{where} (source: {document.source or 'empty store'})", file=sys.stderr)
+            return 0 if not args.selector else 1
+        age = time.time() - document.generated_at
+        print(f"# {document.source}; built {age / 3600:.1f}h ago")
+        print(render_table(selected))
+        return 0
+    subset = ProfileDocument(selected, document.generated_at, document.source, document.window)
+    encoded = encode_document(subset)
+    if args.output == "json":
+        print(json.dumps(encoded, indent=2))
+    else:
+        print(yaml.safe_dump(encoded, sort_keys=False), end="")
+    return 0
+
+

@@ -1,0 +1,58 @@
+"""`pod-tailor recommend`: rebuild the profile store every --interval, for running as its own Deployment.
+
+A failed build is logged and the store keeps the last profiles.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from typing import Any
+
+from webhook.commands.options import (
+    add_build_options,
+    add_store_options,
+    build_run,
+    build_settings,
+    store_from,
+)
+from webhook.commands.profiles import progress_printer
+from webhook.profiles.prometheus import PrometheusError
+from webhook.profiles.runner import build_once, counts
+from webhook.profiles.store import StoreError
+
+__all__ = ["register"]
+
+log = logging.getLogger("pod_tailor.profiles")
+
+
+def register(subparsers: Any) -> None:
+    recommend = subparsers.add_parser(
+        "recommend", help="rebuild the profile store periodically (run as one replica)",
+        description="Runs `profiles build` every --interval; a failed build keeps the last profiles.",
+    )
+    add_build_options(recommend)
+    add_store_options(recommend)
+    recommend.add_argument("--interval", type=float, default=3600.0, help="seconds between builds [3600]")
+    recommend.set_defaults(func=_main)
+
+
+def _main(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    try:
+        store = store_from(args)
+    except StoreError as exc:
+        print(f"pod-tailor recommend: {exc}", file=sys.stderr)
+        return 1
+    while True:
+        try:
+            progress = progress_printer(args.quiet)
+            result = build_once(build_run(args), build_settings(args), store, progress=progress)
+            found = counts(result.document)
+            log.info("profiles built: %d workloads, %d recommendations, %d queries, %.1fs",
+                     found.workloads, found.recommended, result.queries, result.seconds)
+        except (PrometheusError, StoreError, ValueError) as exc:
+            log.error("profile build failed, the store keeps the last profiles: %s", exc)
+        time.sleep(args.interval)

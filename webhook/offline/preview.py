@@ -1,0 +1,96 @@
+"""The offline preview: the engine run on every Pod found in manifests, and how its results read.
+
+The same `decide` the server runs, on Pods and pod templates instead of admission requests; the
+patch is applied to (or shown against) the document it came from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple
+
+import jsonpatch
+import yaml
+
+from webhook.admission.verdict import verdict
+from webhook.core.decision import Decision, PatchOp
+from webhook.core.engine import decide
+from webhook.core.namespace import Mode, NamespaceSettings
+from webhook.core.patch import pointer
+from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
+from webhook.offline.sources import PodSource, load_documents, pod_sources
+
+__all__ = ["Previewed", "dump_yaml", "notes", "prefixed", "run_preview"]
+
+
+class Previewed(NamedTuple):
+    source: PodSource
+    decision: Decision
+    mode: Mode
+    document: dict[str, Any]  # the source's document with the patch applied (enforce mode)
+
+
+def prefixed(ops: tuple[PatchOp, ...], prefix: tuple[str, ...]) -> list[PatchOp]:
+    """The engine's ops (against the pod-shaped object) rebased onto the whole document."""
+    head = pointer(prefix)
+    return [{**op, "path": head + op["path"]} for op in ops]
+
+
+def run_preview(
+    text: str,
+    *,
+    cluster: ClusterSnapshot,
+    profiles: ProfileSnapshot,
+    namespace: str | None = None,
+    labels: dict[str, str] | None = None,
+) -> list[Previewed]:
+    """Run the engine on every Pod found in `text`.
+
+    `labels`, when given, are the labels of whichever namespace the objects land in.
+    """
+    sources = pod_sources(load_documents(text), namespace=namespace)
+    if labels is not None:
+        cluster = dataclasses.replace(cluster, namespaces={source.namespace: labels for source in sources})
+    results = []
+    for source in sources:
+        settings, decision = decide(
+            source.pod,
+            namespace=source.namespace,
+            cluster=cluster,
+            profiles=profiles,
+            workload=None if source.is_review else source.workload,
+        )
+        document = source.document
+        if settings.mode is Mode.ENFORCE and decision.ops:
+            document = jsonpatch.apply_patch(source.document, prefixed(decision.ops, source.prefix))
+        results.append(Previewed(source, decision, settings.mode, document))
+    return results
+
+
+class _Dumper(yaml.SafeDumper):
+    """Multi-line strings (the injected annotation) as readable `|` blocks."""
+
+
+def _block_strings(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+
+
+_Dumper.add_representer(str, _block_strings)
+
+
+def dump_yaml(document: dict[str, Any]) -> str:
+    return yaml.dump(document, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=10_000)
+
+
+def notes(source: PodSource, decision: Decision, mode: Mode) -> list[str]:
+    """The warnings kubectl would print for this Pod (the server's own wording), then a note."""
+    shown = verdict(NamespaceSettings(mode, decision.policy), decision)
+    lines = [f"# {source.label}:"] if shown.warnings else []
+    lines += [f"Warning: {warning}" for warning in shown.warnings]
+    if mode is Mode.OFF:
+        lines.append(f"# {source.label}: pod-tailor is off in this namespace; nothing would change")
+    elif decision.skipped:
+        lines.append(f"# {source.label}: left alone: {decision.skipped}")
+    elif mode is Mode.ENFORCE and not decision.ops:
+        lines.append(f"# {source.label}: nothing to add")
+    return lines

@@ -1,0 +1,99 @@
+"""One profile build from start to store: open the store, read Prometheus, refuse partial data, write.
+
+Shared by `profiles build` (once) and `recommend` (forever); the commands only turn options into
+these arguments. A build that fails, or that Prometheus answered only in part, leaves the store as
+it was.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from webhook.core.profile import Recommendation
+from webhook.profiles import checkpoint
+from webhook.profiles.build import BuildResult, BuildSettings, build_profiles
+from webhook.profiles.prometheus import Prometheus, PrometheusError
+from webhook.profiles.store import FileStore, ProfileDocument, ProfileStore, StoreError
+
+__all__ = ["BuildRun", "Counts", "build_once", "counts", "open_store"]
+
+
+def open_store(
+    *, path: Path | None = None, kubernetes: bool = False, namespace: str = "pod-tailor",
+    kubeconfig: str | None = None,
+) -> ProfileStore:
+    """The file store (default location unless `path`), or the ConfigMap store in `namespace`."""
+    if not kubernetes:
+        return FileStore(path)
+    from webhook.cluster.config import discover
+    from webhook.profiles.kubestore import KubeStore
+
+    found = discover(kubeconfig=kubeconfig)
+    if found.config is None:
+        raise StoreError(f"no Kubernetes API for the profile store: {found.reason}")
+    return KubeStore(found.config.api_client, namespace=namespace)
+
+
+@dataclass(frozen=True, slots=True)
+class BuildRun:
+    """How one build runs, beside what it reads (`BuildSettings`)."""
+
+    url: str | None
+    timeout: float = 120.0
+    checkpoint_path: Path | None = None  # None: no checkpoint (a full build every time)
+    end: float | None = None  # the window's end; None: now
+    allow_partial: bool = False
+
+
+def _noop(_: str) -> None:
+    return None
+
+
+def build_once(
+    run: BuildRun,
+    settings: BuildSettings,
+    store: ProfileStore,
+    *,
+    progress: Callable[[str], None] = _noop,
+) -> BuildResult:
+    """One build into `store`; raises PrometheusError/StoreError and refuses partial data unless allowed."""
+    if not run.url:
+        raise PrometheusError("no Prometheus URL: pass --prometheus-url URL or set POD_TAILOR_PROMETHEUS_URL")
+    prom = Prometheus(run.url, timeout=run.timeout)
+    where = run.checkpoint_path
+    kept = checkpoint.load(where, key=settings.checkpoint_key(prom.url)) if where else None
+    try:
+        result = build_profiles(prom, settings, end=run.end, progress=progress, checkpoint=kept)
+    finally:
+        prom.close()
+    if kept is not None and where is not None and not result.warnings:  # else unchanged: no rewrite
+        try:
+            checkpoint.save(kept, where)
+        except OSError as exc:  # a cache: the next build is a full one, nothing is wrong
+            print(f"warning: checkpoint {where} not written: {exc}", file=sys.stderr)
+    for warning in dict.fromkeys(result.warnings):  # the same warning comes once per query
+        times = result.warnings.count(warning)
+        print(f"warning: Prometheus: {warning}" + (f" (x{times})" if times > 1 else ""), file=sys.stderr)
+    if result.warnings and not run.allow_partial:
+        raise PrometheusError(
+            f"Prometheus reported partial data ({len(result.warnings)} warning(s)); the store was not "
+            "changed (pass --allow-partial to write anyway)"
+        )
+    store.write(result.document, scope=settings.namespaces or None)
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    workloads: int
+    recommended: int  # containers with a recommendation
+    without: int  # containers without one
+
+
+def counts(document: ProfileDocument) -> Counts:
+    profiles = [p for entry in document.workloads.values() for p in entry.containers.values()]
+    recommended = sum(isinstance(p, Recommendation) for p in profiles)
+    return Counts(len(document.workloads), recommended, len(profiles) - recommended)
