@@ -77,10 +77,20 @@ _CORE = (
     Resource("/api/v1", "pods", "Pod"),
     Resource("/api/v1", "secrets", "Secret"),
     Resource("/api/v1", "services", "Service"),
+    Resource("/api/v1", "events", "Event"),
     Resource("/apis/apps/v1", "deployments", "Deployment"),
     Resource("/apis/apps/v1", "replicasets", "ReplicaSet"),
+    Resource("/apis/apps/v1", "statefulsets", "StatefulSet"),
+    Resource("/apis/apps/v1", "daemonsets", "DaemonSet"),
+    Resource("/apis/batch/v1", "jobs", "Job"),
+    Resource("/apis/batch/v1", "cronjobs", "CronJob"),
+    Resource("/apis/autoscaling/v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler"),
+    Resource("/apis/networking.k8s.io/v1", "ingresses", "Ingress"),
+    Resource("/apis/networking.k8s.io/v1", "ingressclasses", "IngressClass", namespaced=False),
     Resource("/apis/coordination.k8s.io/v1", "leases", "Lease"),
 )
+# Custom resources (VerticalPodAutoscalers, Gateway API routes, Argo Rollouts) are not served until a
+# test installs their CRD with `kube.register(...)`, as on a cluster without them: their paths 404.
 
 
 _REASONS = {

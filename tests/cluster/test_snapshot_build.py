@@ -1,4 +1,4 @@
-"""build_snapshot: the same snapshot with or without the parsed-LimitRange cache, and no stale entries."""
+"""build_snapshot: the same snapshot with or without the parse cache, and no stale entries."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webhook.cluster.snapshot import build_snapshot
+from webhook.cluster.snapshot import ParseCache, build_snapshot
 from webhook.config.policies import bundled_policies
 from webhook.config.settings import Settings
 
@@ -20,16 +20,16 @@ def limit_range(namespace: str, name: str, version: int, cpu_max: int) -> dict[s
     }
 
 
-def build(limit_ranges: list[dict[str, Any]], parsed: dict[Any, Any] | None) -> Any:
+def build(limit_ranges: list[dict[str, Any]], parsed: ParseCache | None) -> Any:
+    namespaces = [{"metadata": {"name": "a", "labels": {"pod-tailor.io/mode": "enforce"}}}]
     return build_snapshot(
         policies=bundled_policies(),
         settings=Settings(),
-        namespaces=[{"metadata": {"name": "a", "labels": {"pod-tailor.io/mode": "enforce"}}}],
-        limit_ranges=limit_ranges,
+        objects={"namespaces": namespaces, "limitranges": limit_ranges},
         server_version=(1, 30),
         taken_at=1.0,
         source="test",
-        parsed=parsed,
+        cache=parsed,
     )
 
 
@@ -46,7 +46,7 @@ def test_a_cached_rebuild_equals_a_fresh_one_after_any_sequence_of_changes(
     changes: list[tuple[str, str, int, bool]],
 ) -> None:
     current: dict[tuple[str, str], dict[str, Any]] = {}
-    parsed: dict[Any, Any] = {}
+    parsed = ParseCache()
     for version, (namespace, name, cpu_max, delete) in enumerate(changes, start=1):
         if delete:
             current.pop((namespace, name), None)

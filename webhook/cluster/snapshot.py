@@ -1,58 +1,96 @@
-"""Turning the watched objects into one immutable `ClusterSnapshot` (pure: no I/O)."""
+"""Turning the watched objects into one immutable `ClusterSnapshot` (pure: no I/O).
+
+Each rebuild starts from every watched object, so a snapshot is always complete; what makes that
+cheap is `ParseCache`: parsing an object (quantities, selectors) is most of a rebuild's cost, and
+one event changes one object, so parsed forms are kept by resourceVersion across rebuilds.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from webhook.config.settings import Settings
 from webhook.core.facts import LimitRangeItem, limit_range_items
 from webhook.core.policy import PolicySet
 from webhook.core.snapshot import ClusterSnapshot
 
-__all__ = ["build_snapshot"]
+__all__ = ["Objects", "ParseCache", "build_snapshot"]
+
+Obj = dict[str, Any]
+Objects = Mapping[str, Sequence[Obj]]  # resource (plural) -> its current objects
+_T = TypeVar("_T")
+_Key = tuple[str, str, str, str]  # resource, namespace, name, resourceVersion
+
+
+class ParseCache:
+    """Parsed forms of watched objects by (resource, namespace, name, resourceVersion).
+
+    `sweep()` after a rebuild drops what that rebuild did not ask for (deleted or changed objects).
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[_Key, Any] = {}
+        self._used: set[_Key] = set()
+
+    def get(self, resource: str, obj: Obj, parse: Callable[[Obj], _T]) -> _T:
+        meta = obj.get("metadata") or {}
+        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name"))
+        key = (resource, namespace, name, str(meta.get("resourceVersion", "")))
+        self._used.add(key)
+        try:
+            found: _T = self._entries[key]
+        except KeyError:
+            found = self._entries[key] = parse(obj)
+        return found
+
+    def sweep(self) -> None:
+        for stale in self._entries.keys() - self._used:
+            del self._entries[stale]
+        self._used = set()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+def _namespace_labels(namespaces: Sequence[Obj]) -> dict[str, dict[str, str]]:
+    return {
+        str(ns["metadata"]["name"]): dict(ns["metadata"].get("labels") or {})
+        for ns in namespaces
+        if (ns.get("metadata") or {}).get("name")
+    }
+
+
+def _limit_ranges(objects: Sequence[Obj], cache: ParseCache) -> dict[str, tuple[LimitRangeItem, ...]]:
+    """Several LimitRanges of one namespace add up, in name order."""
+    ranges: dict[str, tuple[LimitRangeItem, ...]] = {}
+    for limit_range in sorted(objects, key=lambda lr: str(lr["metadata"].get("name"))):
+        namespace = str(limit_range["metadata"].get("namespace") or "")
+        items = cache.get("limitranges", limit_range, limit_range_items)
+        ranges[namespace] = ranges.get(namespace, ()) + items
+    return ranges
 
 
 def build_snapshot(
     *,
     policies: PolicySet,
     settings: Settings,
-    namespaces: list[dict[str, Any]],
-    limit_ranges: list[dict[str, Any]],
+    objects: Objects,
     server_version: tuple[int, int] | None,
     taken_at: float,
     source: str,
-    parsed: dict[tuple[str, str, str], tuple[LimitRangeItem, ...]] | None = None,
+    cache: ParseCache | None = None,
 ) -> ClusterSnapshot:
-    """One complete snapshot from the watched objects (several LimitRanges per namespace add up).
-
-    `parsed` caches parsed LimitRanges by (namespace, name, resourceVersion) across rebuilds: parsing
-    quantities is most of a rebuild's cost, and an event changes one object. Stale entries are dropped.
-    """
-    labels = {
-        str(ns["metadata"]["name"]): dict(ns["metadata"].get("labels") or {})
-        for ns in namespaces
-        if (ns.get("metadata") or {}).get("name")
-    }
-    cache = {} if parsed is None else parsed
-    seen: set[tuple[str, str, str]] = set()
-    ranges: dict[str, tuple[LimitRangeItem, ...]] = {}
-    for limit_range in sorted(limit_ranges, key=lambda lr: str(lr["metadata"].get("name"))):
-        meta = limit_range["metadata"]
-        namespace = str(meta.get("namespace") or "")
-        key = (namespace, str(meta.get("name")), str(meta.get("resourceVersion", "")))
-        seen.add(key)
-        items = cache.get(key)
-        if items is None:
-            items = cache[key] = limit_range_items(limit_range)
-        ranges[namespace] = ranges.get(namespace, ()) + items
-    for stale in cache.keys() - seen:
-        del cache[stale]
-    return ClusterSnapshot(
+    """One complete snapshot from every watched collection (`objects`, by resource plural)."""
+    parsed = ParseCache() if cache is None else cache
+    snapshot = ClusterSnapshot(
         policies=policies,
         default_mode=settings.default_mode,
-        namespaces=labels,
-        limit_ranges=ranges,
+        namespaces=_namespace_labels(objects.get("namespaces", ())),
+        limit_ranges=_limit_ranges(objects.get("limitranges", ()), parsed),
         server_version=server_version,
         taken_at=taken_at,
         source=source,
     )
+    parsed.sweep()
+    return snapshot

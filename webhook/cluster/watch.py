@@ -5,6 +5,14 @@ bookmarks and disconnects. Here the rules are explicit: list (in pages) and reme
 resourceVersion; watch from it with bookmarks; every event and bookmark advances the resourceVersion; a
 clean end (the server's timeout) or a dropped connection resumes from the last resourceVersion; `410 Gone`
 (history compacted) re-lists; any other failure re-lists after an exponential backoff with jitter.
+
+Two refinements for resources pod-tailor only reads in part:
+- `optional`: a custom resource whose CRD may not be installed (VerticalPodAutoscalers, Gateway API
+  routes). A 404 on the list means "not served": the collection counts as listed and empty, and the
+  list is tried again every `absent_retry` seconds, so a CRD installed later is picked up.
+- `relevant`: what of an object a snapshot reads. A MODIFIED event that leaves it unchanged (an HPA's
+  status, written every 15 s; a Service's load-balancer status) is stored without `on_change`, so the
+  snapshot and the verdict cache built on it are not thrown away for nothing.
 """
 
 from __future__ import annotations
@@ -13,12 +21,12 @@ import json
 import logging
 import random
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
 from webhook.cluster import metrics
 
-__all__ = ["Backoff", "ListCall", "Watched"]
+__all__ = ["Backoff", "ListCall", "Watched", "without_status"]
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +50,21 @@ class Backoff:
 
     def reset(self) -> None:
         self.attempt = 0
+
+
+_BOOKKEEPING = ("resourceVersion", "managedFields", "generation", "creationTimestamp", "uid", "selfLink")
+
+
+def without_status(obj: Obj) -> Hashable:
+    """An object without its status and the metadata every write changes: the default `relevant`."""
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _BOOKKEEPING}
+    rest = {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+    return json.dumps([meta, rest], sort_keys=True, default=str)
+
+
+def _not_served(exc: Exception) -> bool:
+    """A 404 on the collection itself: the resource type is not served (its CRD is not installed)."""
+    return getattr(exc, "status", None) == 404
 
 
 class _GoneError(Exception):
@@ -70,6 +93,9 @@ class Watched:
         watch_seconds: int = 300,
         page_size: int = 500,
         backoff: Backoff | None = None,
+        optional: bool = False,
+        absent_retry: float = 300.0,
+        relevant: Callable[[Obj], Hashable] | None = without_status,
     ) -> None:
         self.resource = resource
         self._call = list_call
@@ -79,6 +105,9 @@ class Watched:
         self._watch_seconds = max(1, watch_seconds)
         self._page_size = page_size
         self._backoff = backoff or Backoff()
+        self._optional = optional
+        self._absent_retry = absent_retry
+        self._relevant = relevant
         self._lock = threading.Lock()
         self._objects: dict[Key, Obj] = {}
         self._response: Any = None
@@ -86,6 +115,7 @@ class Watched:
         self.synced = threading.Event()  # set after the first complete list
         self.connected = False  # a watch is open (the data is current up to the last event)
         self.last_error: str | None = None
+        self.served = True  # False while an optional resource answers 404
 
     def objects(self) -> list[Obj]:
         with self._lock:
@@ -99,6 +129,9 @@ class Watched:
                 try:
                     self._list(reason)
                 except Exception as exc:
+                    if self._optional and _not_served(exc):
+                        self._absent()
+                        continue
                     self._failed("list", exc)
                     reason = "error"
                     continue
@@ -118,6 +151,21 @@ class Watched:
                 self._failed("watch", exc)
             finally:
                 self._set_connected(False)
+
+    def _absent(self) -> None:
+        """An optional resource that is not served: listed as empty, asked again later."""
+        if self.served or not self.synced.is_set():
+            log.info("%s: not served by this cluster; asking again every %.0fs", self.resource,
+                     self._absent_retry)
+        self.served = False
+        with self._lock:
+            had = bool(self._objects)
+            self._objects = {}
+        first = not self.synced.is_set()
+        self.synced.set()
+        if first or had:
+            self._on_change()
+        self._stop.wait(self._absent_retry)
 
     def close(self) -> None:
         """Unblock a thread waiting on the watch stream (call after setting `stop`)."""
@@ -150,6 +198,7 @@ class Watched:
                 break
         with self._lock:
             self._objects = objects
+        self.served = True
         self.resource_version = str(body["metadata"]["resourceVersion"])
         self._backoff.reset()
         metrics.WATCH_LISTS.labels(self.resource, reason).inc()
@@ -196,11 +245,19 @@ class Watched:
                 continue
             with self._lock:
                 if kind == "DELETED":
-                    self._objects.pop(_key(obj), None)
+                    previous = self._objects.pop(_key(obj), None)
+                    changed = previous is not None
                 else:
+                    previous = self._objects.get(_key(obj))
                     self._objects[_key(obj)] = obj
+                    changed = (
+                        previous is None
+                        or self._relevant is None
+                        or self._relevant(previous) != self._relevant(obj)
+                    )
             self._backoff.reset()
-            self._on_change()
+            if changed:
+                self._on_change()
 
     def _failed(self, what: str, exc: Exception) -> None:
         first_line = (str(exc).strip().splitlines() or [""])[0]

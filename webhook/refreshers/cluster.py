@@ -1,15 +1,15 @@
 """Keeps `state.cluster` current from the API server without a single call on the admission path.
 
-Three list+watch threads (Namespaces, LimitRanges, the policy ConfigMap) and one thread that reads the
-server version at start-up and every `resync_seconds`. Any change rebuilds a complete `ClusterSnapshot`
-and swaps it whole. `/readyz` waits (via `state.pending`) until all three have listed once. With no
+One list+watch thread per collection of `webhook.cluster.resources` (Namespaces, LimitRanges, the
+policy ConfigMap, ...) and one thread that reads the server version at start-up and every
+`resync_seconds`. Any change rebuilds a complete `ClusterSnapshot`
+and swaps it whole. `/readyz` waits (via `state.pending`) until every collection has listed once. With no
 cluster configuration the refresher swaps in the embedded defaults, notes why, and does nothing else.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import threading
 import time
@@ -22,11 +22,12 @@ from kubernetes import client
 from webhook.cluster import metrics
 from webhook.cluster.config import SERVICE_ACCOUNT_DIR, ClusterConfig, discover
 from webhook.cluster.policy_source import PolicySource
-from webhook.cluster.snapshot import build_snapshot
-from webhook.cluster.watch import ListCall, Watched
+from webhook.cluster.resources import WatchSpec, watch_specs
+from webhook.cluster.snapshot import ParseCache, build_snapshot
+from webhook.cluster.watch import Watched
 from webhook.config.policies import bundled_policies, load_policy_file
 from webhook.config.settings import Settings
-from webhook.core.facts import LimitRangeItem, parse_server_version
+from webhook.core.facts import parse_server_version
 from webhook.core.policy import PolicySet
 from webhook.core.snapshot import ClusterSnapshot
 from webhook.refreshers.state import State
@@ -66,7 +67,7 @@ class ClusterRefresher:
         self._state: State | None = None
         self.server_version: tuple[int, int] | None = None
         self.fresh_at = 0.0  # last time the data was known to be current
-        self._parsed_limit_ranges: dict[tuple[str, str, str], tuple[LimitRangeItem, ...]] = {}
+        self._parsed = ParseCache()
 
     # -- Refresher protocol ---------------------------------------------------------------------------
     async def run(self, state: State) -> None:
@@ -96,17 +97,8 @@ class ClusterRefresher:
         self._config = found.config
         state.notes[self.name] = f"watching {found.config.source} ({found.config.host})"
         log.info("cluster: %s at %s (%s)", found.config.source, found.config.host, found.reason)
-        core = client.CoreV1Api(found.config.api_client)
-        self._watched = {
-            "namespaces": self._watcher("namespaces", core.list_namespace),
-            "limitranges": self._watcher("limitranges", core.list_limit_range_for_all_namespaces),
-        }
-        if self.settings.policy_configmap:
-            self._watched["configmaps"] = self._watcher(
-                "configmaps",
-                functools.partial(core.list_namespaced_config_map, self.settings.namespace),
-                field_selector=f"metadata.name={self.settings.policy_configmap}",
-            )
+        api = found.config.api_client
+        self._watched = {spec.resource: self._watcher(spec, api) for spec in watch_specs(self.settings)}
         self._read_version()
         for watched in self._watched.values():
             self._spawn(watched.run, f"watch-{watched.resource}")
@@ -141,14 +133,17 @@ class ClusterRefresher:
         metrics.CLUSTER_SNAPSHOT_TIMESTAMP.set(now)
         state.pending.discard(self.name)
 
-    def _watcher(self, resource: str, call: ListCall, *, field_selector: str | None = None) -> Watched:
+    def _watcher(self, spec: WatchSpec, api: Any) -> Watched:
         return Watched(
-            resource,
-            call,
+            spec.resource,
+            spec.list_call(api, self.settings),
             on_change=self._rebuild,
             stop=self._stop,
-            field_selector=field_selector,
+            field_selector=spec.field_selector(self.settings) if spec.field_selector else None,
             watch_seconds=int(self.settings.resync_seconds),
+            optional=spec.optional,
+            absent_retry=self.settings.resync_seconds,
+            relevant=spec.relevant,
         )
 
     def _spawn(self, target: Any, name: str) -> None:
@@ -199,12 +194,11 @@ class ClusterRefresher:
             snapshot = build_snapshot(
                 policies=outcome.policies,
                 settings=self.settings,
-                namespaces=self._watched["namespaces"].objects(),
-                limit_ranges=self._watched["limitranges"].objects(),
+                objects={name: watched.objects() for name, watched in self._watched.items()},
                 server_version=self.server_version,
                 taken_at=self.fresh_at,
                 source=f"cluster {self._config.host}; policy from {outcome.origin}",
-                parsed=self._parsed_limit_ranges,
+                cache=self._parsed,
             )
             state.swap_cluster(snapshot)
             metrics.CLUSTER_SNAPSHOT_TIMESTAMP.set(self.fresh_at)

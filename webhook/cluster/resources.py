@@ -1,0 +1,67 @@
+"""The collections the cluster refresher lists and watches, one `WatchSpec` each.
+
+A feature that needs more of the cluster (autoscalers, the traffic path) adds its specs here and
+reads the objects in `webhook.cluster.snapshot.build_snapshot`; the refresher, readiness, metrics
+and failure handling are the same for every collection.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client
+
+from webhook.cluster.watch import ListCall, Obj, without_status
+from webhook.config.settings import Settings
+
+__all__ = ["NAMESPACES", "WatchSpec", "custom_list", "watch_specs"]
+
+
+@dataclass(frozen=True, slots=True)
+class WatchSpec:
+    """One collection: how to list it, whether it may be absent, and what of its objects matters."""
+
+    resource: str  # plural, unique; the key in `build_snapshot`'s objects and the metrics' label
+    list_call: Callable[[Any, Settings], ListCall]  # (ApiClient, settings) -> a bound list method
+    optional: bool = False  # a CRD that may not be installed: 404 = empty, asked again every resync
+    field_selector: Callable[[Settings], str | None] | None = None
+    relevant: Callable[[Obj], Hashable] | None = without_status  # None: every event counts
+    enabled: Callable[[Settings], bool] = lambda _settings: True
+
+
+def custom_list(group: str, version: str, plural: str) -> Callable[[Any, Settings], ListCall]:
+    """The cluster-wide list of a custom resource (for `WatchSpec.list_call`)."""
+
+    def bind(api: Any, _settings: Settings) -> ListCall:
+        custom = client.CustomObjectsApi(api)
+        return functools.partial(custom.list_cluster_custom_object, group, version, plural)
+
+    return bind
+
+
+def _labels_only(obj: Obj) -> Hashable:
+    return tuple(sorted(((obj.get("metadata") or {}).get("labels") or {}).items()))
+
+
+NAMESPACES = "namespaces"
+
+_SPECS: tuple[WatchSpec, ...] = (
+    # Namespace labels choose the mode and the policy; nothing else of a Namespace is read.
+    WatchSpec(NAMESPACES, lambda api, _s: client.CoreV1Api(api).list_namespace, relevant=_labels_only),
+    WatchSpec("limitranges", lambda api, _s: client.CoreV1Api(api).list_limit_range_for_all_namespaces),
+    # The policy ConfigMap, by name, in pod-tailor's own namespace.
+    WatchSpec(
+        "configmaps",
+        lambda api, s: functools.partial(client.CoreV1Api(api).list_namespaced_config_map, s.namespace),
+        field_selector=lambda s: f"metadata.name={s.policy_configmap}",
+        enabled=lambda s: bool(s.policy_configmap),
+    ),
+)
+
+
+def watch_specs(settings: Settings) -> tuple[WatchSpec, ...]:
+    """The collections to watch under `settings`."""
+    return tuple(spec for spec in _SPECS if spec.enabled(settings))
