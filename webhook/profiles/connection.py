@@ -125,9 +125,8 @@ class PrometheusConnection:
     def __post_init__(self) -> None:
         parts = urlsplit(self.url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConnectionSettingsError(
-                f"--prometheus-url {self.display_url!r}: use http(s)://host[:port][/path prefix]"
-            )
+            shown = repr(self.url) if "@" not in self.url else "(not shown: it holds an @)"
+            raise ConnectionSettingsError(f"--prometheus-url {shown}: use http(s)://host[:port][/prefix]")
         if parts.username is not None or parts.password is not None:
             raise ConnectionSettingsError(
                 "--prometheus-url must not carry credentials (user:password@): anyone can read options in "
