@@ -28,8 +28,9 @@ class HeaderProxy:
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}{self.prefix}"
 
     def _refusal(self, headers: Mapping[str, str]) -> bytes | None:
+        received = {name.lower(): value for name, value in headers.items()}  # names are case-insensitive
         for name, value in self.required.items():
-            got = headers.get(name)
+            got = received.get(name.lower())
             if got != value:
                 return b"no org id\n" if name.lower() == TENANT.lower() and got is None else b"Unauthorized\n"
         return None
@@ -41,7 +42,7 @@ class HeaderProxy:
             def _forward(self) -> None:
                 headers = dict(self.headers.items())
                 proxy.seen.append(headers)
-                refusal = proxy._refusal(self.headers)
+                refusal = proxy._refusal(headers)
                 if refusal is not None or not self.path.startswith(proxy.prefix + "/"):
                     self._answer(401 if refusal else 404, refusal or b"404 page not found\n", "text/plain")
                     return

@@ -19,10 +19,11 @@ from webhook.commands.options import (
     store_from,
 )
 from webhook.commands.profiles import progress_printer
+from webhook.profiles.build import BuildSettings
 from webhook.profiles.buildmetrics import BuildMetrics
 from webhook.profiles.prometheus import PrometheusError
-from webhook.profiles.runner import build_once, counts
-from webhook.profiles.store import StoreError
+from webhook.profiles.runner import BuildRun, build_once, counts
+from webhook.profiles.store import ProfileStore, StoreError
 
 __all__ = ["register"]
 
@@ -54,8 +55,17 @@ def _main(args: argparse.Namespace) -> int:
         print(f"pod-tailor recommend: {exc}", file=sys.stderr)
         return 1
     metrics = BuildMetrics(interval=args.interval)
-    if args.metrics_port:
-        metrics.serve(args.metrics_port, args.metrics_host)
+    server = metrics.serve(args.metrics_port, args.metrics_host)[0] if args.metrics_port else None
+    try:
+        return _loop(args, run, settings, store, metrics)
+    finally:
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+
+
+def _loop(args: argparse.Namespace, run: BuildRun, settings: BuildSettings, store: ProfileStore,
+          metrics: BuildMetrics) -> int:
     built = 0
     while True:
         started = time.monotonic()
