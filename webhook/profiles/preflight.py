@@ -87,7 +87,9 @@ def check_connection(
 def _nothing_found(
     client: httpx.Client, connection: PrometheusConnection, *, start: float, end: float
 ) -> str:
-    span = f"in the last {round((end - start) / 3600)}h" if abs(time.time() - end) < 60 else "in the window"
+    hours = round((end - start) / 3600)
+    length = f"{hours // 24}d" if hours % 24 == 0 else f"{hours}h"
+    span = f"in the last {length}" if abs(time.time() - end) < 60 else "in the window"
     if not connection.selector:
         return (
             f"Prometheus at {connection.display_url} has no {MEMORY_METRIC} series {span}: is cadvisor "
