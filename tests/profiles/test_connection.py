@@ -207,6 +207,13 @@ class TestOptionsAndVariables:
                                           "POD_TAILOR_PROMETHEUS_INSECURE_SKIP_VERIFY": "true"})
         assert insecure.prometheus() == _connection(url="https://p.example", insecure_skip_verify=True)
 
+    def test_recommend_stops_at_start_on_wrong_settings_rather_than_failing_every_hour(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        wrong = ["--prometheus-url", "https://p.example", "--prometheus-cert-file", "/c"]
+        assert main(["recommend", *wrong]) == 1
+        assert "--prometheus-cert-file and --prometheus-key-file go together" in capsys.readouterr().err
+
     def test_serve_refuses_bad_connection_settings_at_start(self) -> None:
         with pytest.raises(SettingsError, match="--prometheus-selector"):
             Settings(prometheus_url="https://p.example", prometheus_selector="cluster=prod")

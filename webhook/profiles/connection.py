@@ -35,7 +35,6 @@ class ConnectionSettingsError(ValueError):
     """A connection setting cannot be used; the message names the option."""
 
 
-_LABEL = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 _MATCHER = re.compile(
     r"""\s*(?P<label>[a-zA-Z_][a-zA-Z0-9_]*)\s*(?P<op>=~|!~|!=|=)\s*
         (?P<value>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`)\s*(?:,|$)""",
@@ -123,6 +122,14 @@ class PrometheusConnection:
     timeout: float = 120.0
 
     def __post_init__(self) -> None:
+        self._check_url()
+        self._check_credentials()
+        self._check_tls()
+        if not self.timeout > 0:
+            raise ConnectionSettingsError("--prometheus-timeout must be positive")
+        object.__setattr__(self, "url", self.url.rstrip("/"))
+
+    def _check_url(self) -> None:
         parts = urlsplit(self.url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             shown = repr(self.url) if "@" not in self.url else "(not shown: it holds an @)"
@@ -134,6 +141,8 @@ class PrometheusConnection:
             )
         if parts.query or parts.fragment:
             raise ConnectionSettingsError(f"--prometheus-url {self.display_url!r}: no ?query or #fragment")
+
+    def _check_credentials(self) -> None:
         if self.bearer_token_file and (self.username or self.password_file or self.password):
             raise ConnectionSettingsError(
                 "--prometheus-bearer-token-file and basic auth (--prometheus-username) exclude each other"
@@ -153,6 +162,8 @@ class PrometheusConnection:
             raise ConnectionSettingsError(
                 "--prometheus-header Authorization conflicts with the bearer token or basic auth"
             )
+
+    def _check_tls(self) -> None:
         if bool(self.cert_file) != bool(self.key_file):
             raise ConnectionSettingsError("--prometheus-cert-file and --prometheus-key-file go together")
         if self.insecure_skip_verify and self.ca_file:
@@ -160,13 +171,10 @@ class PrometheusConnection:
                 "--prometheus-insecure-skip-verify and --prometheus-ca-file exclude each other"
             )
         tls_options = self.ca_file or self.cert_file or self.insecure_skip_verify
-        if parts.scheme == "http" and tls_options:
+        if urlsplit(self.url).scheme == "http" and tls_options:
             raise ConnectionSettingsError(
                 f"TLS options given but --prometheus-url {self.display_url} is plain http://: use https://"
             )
-        if not self.timeout > 0:
-            raise ConnectionSettingsError("--prometheus-timeout must be positive")
-        object.__setattr__(self, "url", self.url.rstrip("/"))
 
     @property
     def display_url(self) -> str:
