@@ -7,6 +7,7 @@ reason shown, where kubectl is not installed.
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -17,7 +18,7 @@ import pytest
 import yaml
 
 from webhook.commands import build_parser
-from webhook.config.settings import ENV_PREFIX, Settings
+from webhook.config.settings import ENV_PREFIX, PROMETHEUS_FIELDS, Settings, load_settings
 from webhook.server.selfsigned import write_certificates
 
 from .helpers import usable_kubectl
@@ -25,9 +26,15 @@ from .helpers import usable_kubectl
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "manifests"
 VERSIONS = ("1.30.0", kubernetes_validate.latest_version())
-# cert-manager's CRDs have no schema in kubernetes-validate; checked by hand below instead.
+# cert-manager's and prometheus-operator's CRDs have no schema in kubernetes-validate; checked by hand
+# below and in test_monitoring.py instead.
 CERT_MANAGER = {("cert-manager.io/v1", "Issuer"), ("cert-manager.io/v1", "Certificate")}
+PROMETHEUS_OPERATOR = {
+    ("monitoring.coreos.com/v1", "ServiceMonitor"), ("monitoring.coreos.com/v1", "PrometheusRule")
+}
+COMPONENTS = sorted(p.name for p in (MANIFESTS / "components").iterdir() if p.is_dir())
 KUBECTL = usable_kubectl()
+PATCHES = {"recommender-credentials.yaml"}
 needs_kubectl = pytest.mark.skipif(
     KUBECTL is None, reason="kubectl 1.27+ (kustomize v5 built in) not installed"
 )
@@ -38,8 +45,10 @@ def documents(path: Path) -> list[dict[str, Any]]:
 
 
 def manifest_files() -> list[Path]:
+    """Whole objects; a component's patches (partial objects) are checked in their rendered form."""
     return sorted(
-        p for p in MANIFESTS.rglob("*.yaml") if p.name != "kustomization.yaml" and "generated" not in p.parts
+        p for p in MANIFESTS.rglob("*.yaml")
+        if p.name != "kustomization.yaml" and "generated" not in p.parts and p.name not in PATCHES
     )
 
 
@@ -66,7 +75,7 @@ def build(directory: Path) -> list[dict[str, Any]]:
 
 
 def validate(obj: dict[str, Any], version: str) -> None:
-    if (obj["apiVersion"], obj["kind"]) in CERT_MANAGER:
+    if (obj["apiVersion"], obj["kind"]) in CERT_MANAGER | PROMETHEUS_OPERATOR:
         assert obj["spec"], obj
         return
     kubernetes_validate.validate(obj, version, strict=True)
@@ -294,3 +303,119 @@ def test_the_policy_configmap_holds_a_valid_policy() -> None:
     assert configmap["metadata"]["name"] == settings.policy_configmap
     assert configmap["metadata"]["namespace"] == settings.namespace
     assert "default" in load_policy_text(configmap["data"]["policy.yaml"]).policies
+
+
+def with_components(tmp: Path, overlay: str, components: list[str]) -> list[dict[str, Any]]:
+    """Render `overlay` with `components` the way a user's own overlay would (paths relative to a copy)."""
+    copy = tmp / "manifests"
+    if not copy.exists():
+        shutil.copytree(MANIFESTS, copy, ignore=shutil.ignore_patterns("generated"))
+        write_certificates(copy / "overlays" / "self-signed" / "generated")
+    user = tmp / "user"
+    user.mkdir(exist_ok=True)
+    (user / "kustomization.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+        "resources": [f"../manifests/{overlay}"],
+        "components": [f"../manifests/components/{name}" for name in components],
+    }))
+    return build(user)
+
+
+@needs_kubectl
+class TestEveryOverlayAndComponent:
+    @pytest.mark.parametrize("overlay", ["base", "overlays/cert-manager", "overlays/self-signed"])
+    @pytest.mark.parametrize("component", COMPONENTS)
+    def test_each_component_renders_on_each_overlay_and_validates_strictly(
+        self, overlay: str, component: str, tmp_path: Path
+    ) -> None:
+        objects = with_components(tmp_path, overlay, [component])
+        assert len(objects) >= 14
+        for obj in objects:
+            for version in VERSIONS:
+                validate(obj, version)
+
+    def test_all_components_together(self, tmp_path: Path) -> None:
+        objects = with_components(tmp_path, "overlays/cert-manager", COMPONENTS)
+        kinds = {o["kind"] for o in objects}
+        assert {"ServiceMonitor", "PrometheusRule", "NetworkPolicy", "Certificate"} <= kinds
+
+    def test_the_service_monitors_scrape_named_ports_of_the_services_and_the_tls_secret_they_name(
+        self, tmp_path: Path
+    ) -> None:
+        objects = with_components(tmp_path, "overlays/self-signed", ["monitoring"])
+        services = [o for o in objects if o["kind"] == "Service"]
+        for monitor in (o for o in objects if o["kind"] == "ServiceMonitor"):
+            wanted = monitor["spec"]["selector"]["matchLabels"].items()
+            (service,) = [s for s in services if wanted <= s["metadata"]["labels"].items()]
+            assert service["metadata"]["namespace"] in monitor["spec"]["namespaceSelector"]["matchNames"]
+            for endpoint in monitor["spec"]["endpoints"]:
+                assert endpoint["port"] in {p["name"] for p in service["spec"]["ports"]}
+                ca = endpoint.get("tlsConfig", {}).get("ca", {}).get("secret")
+                if ca:
+                    secret = find(objects, "Secret", ca["name"])
+                    assert ca["key"] in secret["data"]
+                    assert endpoint["tlsConfig"]["serverName"].startswith(f"{service['metadata']['name']}.")
+        dashboard = find(objects, "ConfigMap", "pod-tailor-dashboard")
+        assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
+        assert json.loads(dashboard["data"]["pod-tailor.json"])["uid"] == "pod-tailor"
+
+
+def _ports(rules: list[dict[str, Any]]) -> set[tuple[int, str]]:
+    return {(p["port"], p.get("protocol", "TCP")) for rule in rules for p in rule.get("ports", ())}
+
+
+class TestNetworkPolicies:
+    @pytest.fixture
+    def policies(self) -> list[dict[str, Any]]:
+        return documents(MANIFESTS / "components" / "network-policies" / "networkpolicies.yaml")
+
+    @pytest.mark.parametrize("name", ["pod-tailor", "pod-tailor-recommender"])
+    def test_each_deployment_has_one_policy_that_lets_every_container_port_in(
+        self, policies: list[dict[str, Any]], name: str
+    ) -> None:
+        pod = find(base_objects(), "Deployment", name)["spec"]["template"]
+        (policy,) = [p for p in policies if p["spec"]["podSelector"]["matchLabels"].items()
+                     <= pod["metadata"]["labels"].items()]
+        assert set(policy["spec"]["policyTypes"]) == {"Ingress", "Egress"}
+        opened = _ports(policy["spec"]["ingress"])
+        for container in pod["spec"]["containers"]:
+            for port in container.get("ports", ()):
+                assert (port["containerPort"], port["protocol"]) in opened
+        # The API server may come from anywhere (control plane, konnectivity): no `from` on any rule.
+        assert all("from" not in rule for rule in policy["spec"]["ingress"])
+
+    @pytest.mark.parametrize("name", ["pod-tailor-webhook", "pod-tailor-recommender"])
+    def test_egress_allows_dns_and_the_api_server(self, policies: list[dict[str, Any]], name: str) -> None:
+        (policy,) = [p for p in policies if p["metadata"]["name"] == name]
+        allowed = _ports(policy["spec"]["egress"])
+        assert {(53, "UDP"), (53, "TCP"), (443, "TCP"), (6443, "TCP")} <= allowed
+
+    def test_the_recommender_may_reach_prometheus_and_the_webhook_may_not(
+        self, policies: list[dict[str, Any]]
+    ) -> None:
+        by_name = {p["metadata"]["name"]: _ports(p["spec"]["egress"]) for p in policies}
+        assert (9090, "TCP") in by_name["pod-tailor-recommender"]
+        assert (9090, "TCP") not in by_name["pod-tailor-webhook"]
+
+
+class TestPrometheusCredentials:
+    @needs_kubectl
+    def test_the_secret_is_mounted_as_files_and_the_settings_read_them(self, tmp_path: Path) -> None:
+        objects = with_components(tmp_path, "overlays/cert-manager", ["prometheus-credentials"])
+        pod = find(objects, "Deployment", "pod-tailor-recommender")["spec"]["template"]["spec"]
+        (container,) = pod["containers"]
+        (volume,) = [v for v in pod["volumes"] if "secret" in v]
+        (mount,) = [m for m in container["volumeMounts"] if m["name"] == volume["name"]]
+        assert mount["readOnly"] is True
+        env = {e["name"]: e.get("value", "from-the-secret") for e in container["env"]}
+        env["POD_TAILOR_PROMETHEUS_URL"] = "https://prometheus.example"  # the user's own patch
+        connection = load_settings({}, env=env, only=PROMETHEUS_FIELDS).prometheus()
+        assert connection is not None
+        for path in (connection.password_file, connection.ca_file):
+            assert path is not None
+            assert path.startswith(mount["mountPath"] + "/")
+        # Files owned by root and mode 0440 are readable through fsGroup by the non-root user only.
+        assert volume["secret"]["defaultMode"] == 0o440
+        assert pod["securityContext"]["fsGroup"] == pod["securityContext"]["runAsGroup"]
+        assert not any("PASSWORD" in e["name"] and "value" in e and not e["name"].endswith("_FILE")
+                       for e in container["env"])

@@ -58,12 +58,15 @@ def backfill(openmetrics: Path, data_dir: Path) -> float:
 
 class PromServer:
     def __init__(
-        self, data_dir: Path, *, max_samples: int | None = None, extra_args: tuple[str, ...] = ()
+        self, data_dir: Path, *, max_samples: int | None = None, extra_args: tuple[str, ...] = (),
+        web_config: Path | None = None, probe: httpx.Client | None = None,
     ) -> None:
+        """`web_config`: Prometheus' --web.config.file (TLS, basic auth); `probe` then asks /-/ready."""
         self.data_dir = data_dir
-        self.extra_args = extra_args
+        self.extra_args = extra_args + ((f"--web.config.file={web_config}",) if web_config else ())
+        self.probe = probe or httpx.Client(timeout=1.0)
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"{'https' if web_config else 'http'}://127.0.0.1:{self.port}"
         self.max_samples = max_samples
         self.process: subprocess.Popen[bytes] | None = None
         self.log = data_dir.parent / "prometheus.log"
@@ -90,7 +93,7 @@ class PromServer:
             if self.process.poll() is not None:
                 raise RuntimeError(f"prometheus exited: {self.log.read_text()[-2000:]}")
             try:
-                if httpx.get(f"{self.url}/-/ready", timeout=1.0).status_code == 200:
+                if self.probe.get(f"{self.url}/-/ready", timeout=1.0).status_code == 200:
                     return self
             except httpx.HTTPError:
                 pass
@@ -107,6 +110,7 @@ class PromServer:
                 self.process.kill()
                 self.process.wait()
         self.process = None
+        self.probe.close()
 
     def __enter__(self) -> PromServer:
         return self.start()

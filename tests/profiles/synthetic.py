@@ -50,6 +50,7 @@ class Workload:
     pods: list[Pod]
     owners: bool = False  # emit kube-state-metrics owner series (else identity comes from pod names)
     requests: dict[str, tuple[float, int]] = field(default_factory=dict)  # container -> (cores, bytes)
+    labels: dict[str, str] = field(default_factory=dict)  # on every series, e.g. {"cluster": "prod-eu"}
 
 
 @dataclass
@@ -80,7 +81,7 @@ def write_openmetrics(workloads: list[Workload], out: IO[str], *, step: int) -> 
         for index, pod in enumerate(wl.pods):
             times = list(pod_times(pod, step))
             for container, shape in wl.containers.items():
-                base = _labels(namespace=wl.namespace, pod=pod.name, container=container)
+                base = _labels(namespace=wl.namespace, pod=pod.name, container=container, **wl.labels)
                 counter = 10_000.0
                 cpu_lines, mem_lines, start_lines, recorded = [], [], [], []
                 for k, t in enumerate(times):
@@ -99,7 +100,8 @@ def write_openmetrics(workloads: list[Workload], out: IO[str], *, step: int) -> 
                 families[RECORDED_CPU] += recorded
                 if container in pod.oom:
                     labels = _labels(
-                        namespace=wl.namespace, pod=pod.name, container=container, reason="OOMKilled"
+                        namespace=wl.namespace, pod=pod.name, container=container, reason="OOMKilled",
+                        **wl.labels,
                     )
                     families["kube_pod_container_status_last_terminated_reason"] += [
                         f"kube_pod_container_status_last_terminated_reason{labels} 1 {t}" for t in times[-3:]
@@ -108,7 +110,8 @@ def write_openmetrics(workloads: list[Workload], out: IO[str], *, step: int) -> 
                     cores, memory_request = wl.requests[container]
                     for resource, value in (("cpu", cores), ("memory", memory_request)):
                         labels = _labels(
-                            namespace=wl.namespace, pod=pod.name, container=container, resource=resource
+                            namespace=wl.namespace, pod=pod.name, container=container, resource=resource,
+                            **wl.labels,
                         )
                         families["kube_pod_container_resource_requests"] += [
                             f"kube_pod_container_resource_requests{labels} {value} {t}" for t in times[-3:]
@@ -116,14 +119,15 @@ def write_openmetrics(workloads: list[Workload], out: IO[str], *, step: int) -> 
             if wl.owners and pod.replicaset:
                 labels = _labels(
                     namespace=wl.namespace, pod=pod.name, owner_kind="ReplicaSet",
-                    owner_name=pod.replicaset, owner_is_controller="true",
+                    owner_name=pod.replicaset, owner_is_controller="true", **wl.labels,
                 )
                 families["kube_pod_owner"] += [f"kube_pod_owner{labels} 1 {t}" for t in times]
         if wl.owners:
             for rs in sorted({p.replicaset for p in wl.pods if p.replicaset}):
                 first = min(p.start for p in wl.pods if p.replicaset == rs) + step // 2
                 labels = _labels(
-                    namespace=wl.namespace, replicaset=rs, owner_kind=wl.kind, owner_name=wl.name
+                    namespace=wl.namespace, replicaset=rs, owner_kind=wl.kind, owner_name=wl.name,
+                    **wl.labels,
                 )
                 families["kube_replicaset_owner"] += [
                     f"kube_replicaset_owner{labels} 1 {first + i * step}" for i in range(3)

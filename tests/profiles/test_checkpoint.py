@@ -14,6 +14,7 @@ from webhook.core.profile import Recommendation
 from webhook.profiles import checkpoint
 from webhook.profiles.build import BuildResult, IncrementalBuild, build_profiles
 from webhook.profiles.checkpoint import SETTLE, Checkpoint
+from webhook.profiles.connection import PrometheusConnection
 from webhook.profiles.prometheus import Prometheus
 from webhook.profiles.slices import DAY, SliceRecord, SliceRecords, aligned_cut, per_day
 from webhook.profiles.strategy import StrategySettings
@@ -243,7 +244,7 @@ class TestTheServersOwnBuilds:
     """`serve` with a Prometheus URL rebuilds in the background, keeping the past days in memory."""
 
     def test_each_build_after_the_first_reuses_the_past_days(self, history: History) -> None:
-        builds = IncrementalBuild(history.prometheus.url, SHOP)
+        builds = IncrementalBuild(PrometheusConnection(history.prometheus.url), SHOP)
         first = builds(end=scenarios.END)
         second = builds(end=scenarios.END)
         assert first.reused_slices == 0
@@ -252,7 +253,8 @@ class TestTheServersOwnBuilds:
         assert second.document.workloads == first.document.workloads
 
     def test_a_build_with_partial_answers_keeps_nothing(self, history: History) -> None:
-        builds = IncrementalBuild(history.prometheus.url, test_settings(namespaces=("partial",)))
+        partial = test_settings(namespaces=("partial",))
+        builds = IncrementalBuild(PrometheusConnection(history.prometheus.url), partial)
         assert builds(end=scenarios.END).warnings
         assert builds.checkpoint.slices == {}
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from webhook.admission import Answer, ErrorReason, Outcome
+from webhook.admission import Answer, ErrorReason, Outcome, Verdict, VerdictCache
+from webhook.admission.verdict import source_kind
 from webhook.config.policies import bundled_policies
 from webhook.core.snapshot import ClusterSnapshot
 from webhook.refreshers.state import State
@@ -61,20 +62,57 @@ class TestCounters:
 
     def test_injections_are_counted_by_field_kind_and_whether_they_were_applied(self) -> None:
         metrics = fresh()
-        counts = (("readinessProbe", 2), ("requests.cpu", 3))
+        counts = (("readinessProbe", "policy", 2), ("requests.cpu", "profile", 3))
         metrics.record(answer(injection_counts=counts, applied=True), 0.001)
         metrics.record(answer(Outcome.DRY_RUN, injection_counts=counts[:1]), 0.001)
         found = samples(metrics)
 
-        def injected(field: str, applied: str) -> float:
-            return found[("pod_tailor_injections_total", (("applied", applied), ("field", field)))]
+        def injected(field: str, source: str, applied: str) -> float:
+            labels = (("applied", applied), ("field", field), ("source", source))
+            return found[("pod_tailor_injections_total", labels)]
 
-        assert injected("requests.cpu", "true") == 3.0
-        assert injected("readinessProbe", "true") == 2.0
-        assert injected("readinessProbe", "false") == 2.0
+        assert injected("requests.cpu", "profile", "true") == 3.0
+        assert injected("readinessProbe", "policy", "true") == 2.0
+        assert injected("readinessProbe", "policy", "false") == 2.0
         assert found[("pod_tailor_admission_requests_total", (("outcome", "dry-run"),))] == 1.0
 
     def test_an_error_counts_its_reason(self) -> None:
         metrics = fresh()
         metrics.record(answer(Outcome.ERROR, error=ErrorReason.ENGINE), 0.001)
         assert samples(metrics)[("pod_tailor_errors_total", (("reason", "engine_fault"),))] == 1.0
+
+
+class TestSourcesAndTheVerdictCache:
+    @pytest.mark.parametrize(
+        ("source", "kind"),
+        [
+            ("profile: p95 usage over 14d, 4000 samples, 300h", "profile"),
+            ("start-up CPU peak from profile over 14d", "profile"),
+            ('from policy "default"; no profile: only 2h of history', "policy"),
+            ('httpGet /healthz on port 8080, policy "default"', "policy"),
+        ],
+    )
+    def test_an_injection_is_told_apart_by_whether_history_sized_it(self, source: str, kind: str) -> None:
+        assert source_kind(source) == kind
+
+    def test_the_engine_s_own_wording_is_recognised_values_from_history_and_from_the_policy(self) -> None:
+        from decimal import Decimal
+
+        from tests.engine.podkit import container, pod, run
+        from webhook.core.profile import Evidence, Recommendation
+
+        rec = Recommendation(Decimal("0.3"), Decimal(2**28), Evidence("14d", 4000, 300.0, 95.0, 0.15, 0.9))
+        subject = pod(container("app"), container("sidecar"))
+        decision, _ = run(subject, profiles={"app": rec})
+        counts = Verdict(Outcome.PATCHED, injections=decision.injections).injection_counts
+        assert ("requests.cpu", "profile", 1) in counts
+        assert ("requests.memory", "profile", 1) in counts
+        assert ("requests.cpu", "policy", 1) in counts  # the sidecar, without a profile
+
+    def test_cache_hits_and_misses_are_exported(self) -> None:
+        cache = VerdictCache(4)
+        metrics = Metrics(State(), cache=cache)
+        cache.hits, cache.misses = 7, 3
+        found = samples(metrics)
+        assert found[("pod_tailor_verdict_cache_lookups_total", (("result", "hit"),))] == 7.0
+        assert found[("pod_tailor_verdict_cache_lookups_total", (("result", "miss"),))] == 3.0

@@ -61,7 +61,7 @@ class Answer(NamedTuple):
     workload: str | None = None
     policy: str | None = None
     injections: tuple[Injection, ...] = ()
-    injection_counts: tuple[tuple[str, int], ...] = ()  # (field kind, count), see `Verdict`
+    injection_counts: tuple[tuple[str, str, int], ...] = ()  # (field kind, source, count), see `Verdict`
     applied: bool = False  # injections took effect: enforce mode and not request.dryRun
     dry_run: bool = False  # request.dryRun
     error: ErrorReason | None = None

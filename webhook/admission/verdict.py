@@ -16,7 +16,7 @@ from webhook.admission.response import answer_tail, encode_patch
 from webhook.core.decision import Decision, Injection
 from webhook.core.namespace import Mode, NamespaceSettings
 
-__all__ = ["Outcome", "Verdict", "verdict"]
+__all__ = ["Outcome", "Verdict", "source_kind", "verdict"]
 
 
 class Outcome(StrEnum):
@@ -41,12 +41,13 @@ class Verdict:
     workload: str | None = None
     policy: str | None = None
     # Derived once per verdict (a cached verdict answers every replica of a template):
-    injection_counts: tuple[tuple[str, int], ...] = field(init=False)  # (field kind, count), for metrics
+    # (field kind, source kind, count), for metrics
+    injection_counts: tuple[tuple[str, str, int], ...] = field(init=False)
     tail: bytes = field(init=False)  # the answer after the uid; see `response.answer_with_tail`
 
     def __post_init__(self) -> None:
-        counts = Counter(_field_kind(item.field) for item in self.injections)
-        object.__setattr__(self, "injection_counts", tuple(sorted(counts.items())))
+        counts = Counter((_field_kind(item.field), source_kind(item.source)) for item in self.injections)
+        object.__setattr__(self, "injection_counts", tuple(sorted((*key, n) for key, n in counts.items())))
         tail = answer_tail(patch=self.patch, warnings=self.warnings, audit=self.audit)
         object.__setattr__(self, "tail", tail)
 
@@ -54,6 +55,11 @@ class Verdict:
 def _field_kind(name: str) -> str:
     """Bounded metric label values: `requests.cpu`, `readinessProbe`, ... (no container names)."""
     return name.split(" ", 1)[0][:64]
+
+
+def source_kind(source: str) -> str:
+    """Bounded metric label values: `profile` for values sized from usage history, else `policy`."""
+    return "profile" if source.startswith(("profile:", "start-up CPU peak from profile")) else "policy"
 
 
 def _would(decision: Decision) -> list[str]:

@@ -34,7 +34,18 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMANDS:
         importlib.import_module(module).register(subparsers)
+    _exact_options(parser)
     return parser
+
+
+def _exact_options(parser: argparse.ArgumentParser) -> None:
+    """No abbreviated options: `--prometheus-password SECRET` must fail, not become the password *file*
+    (whose name an error message would then show)."""
+    parser.allow_abbrev = False
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _exact_options(sub)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

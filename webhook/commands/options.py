@@ -6,16 +6,25 @@ Each returns plain values; the commands turn them into the library's settings ob
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
+from webhook.config.settings import PROMETHEUS_FIELDS, add_arguments, load_settings
 from webhook.profiles.build import BuildSettings
 from webhook.profiles.checkpoint import default_checkpoint_path
+from webhook.profiles.connection import PrometheusConnection
 from webhook.profiles.runner import BuildRun, open_store
 from webhook.profiles.store import ProfileStore
 from webhook.profiles.strategy import StrategySettings
 
-__all__ = ["add_build_options", "add_store_options", "build_run", "build_settings", "store_from"]
+__all__ = [
+    "add_build_options",
+    "add_prometheus_options",
+    "add_store_options",
+    "build_run",
+    "build_settings",
+    "prometheus_connection",
+    "store_from",
+]
 
 
 def add_store_options(parser: argparse.ArgumentParser) -> None:
@@ -30,11 +39,7 @@ def add_store_options(parser: argparse.ArgumentParser) -> None:
 
 def add_build_options(parser: argparse.ArgumentParser) -> None:
     defaults, strategy = BuildSettings(), StrategySettings()
-    parser.add_argument(
-        "--prometheus-url", "--prometheus", dest="prometheus",
-        default=os.environ.get("POD_TAILOR_PROMETHEUS_URL"),
-        help="Prometheus base URL, e.g. http://prometheus:9090 [env POD_TAILOR_PROMETHEUS_URL]",
-    )
+    add_prometheus_options(parser)
     parser.add_argument("--window", default=defaults.window, help=f"history to read [{defaults.window}]")
     parser.add_argument(
         "--namespace", action="append", default=[], help="only this namespace (repeatable; default: all)"
@@ -73,7 +78,6 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
         "--startup-lookback", default=defaults.startup_lookback,
         help=f"start-up CPU from container starts this recent [{defaults.startup_lookback}]",
     )
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per Prometheus query [120]")
     parser.add_argument(
         "--slices", type=int, default=0,
         help="start the big queries cut into this many time slices [0: as many as keep each under"
@@ -99,6 +103,21 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
 
+def add_prometheus_options(parser: argparse.ArgumentParser) -> None:
+    """The connection options (docs/prometheus-connection.md), the same fields `serve` takes.
+
+    `--prometheus` and `--timeout` are the older spellings of `--prometheus-url` and `--prometheus-timeout`.
+    """
+    group = parser.add_argument_group(
+        "Prometheus connection", "each also from its POD_TAILOR_* variable; the password only from one"
+    )
+    add_arguments(group, only=PROMETHEUS_FIELDS,
+                  aliases={"prometheus_url": ["--prometheus"], "prometheus_timeout": ["--timeout"]})
+
+
+def prometheus_connection(args: argparse.Namespace) -> PrometheusConnection | None:
+    """The connection from the options, then the `POD_TAILOR_PROMETHEUS_*` variables; raises SettingsError."""
+    return load_settings(args, only=PROMETHEUS_FIELDS).prometheus()
 
 
 def store_from(args: argparse.Namespace) -> ProfileStore:
@@ -133,8 +152,7 @@ def build_settings(args: argparse.Namespace) -> BuildSettings:
 
 def build_run(args: argparse.Namespace) -> BuildRun:
     return BuildRun(
-        url=args.prometheus,
-        timeout=args.timeout,
+        connection=prometheus_connection(args),
         checkpoint_path=None if args.no_checkpoint else (args.checkpoint or default_checkpoint_path()),
         end=getattr(args, "end", None),  # only `profiles build` has --end; the recommender reads up to now
         allow_partial=args.allow_partial,

@@ -13,14 +13,20 @@ import dataclasses
 import os
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
 from webhook.core.namespace import Mode
+from webhook.profiles.connection import (
+    ConnectionSettingsError,
+    PrometheusConnection,
+    parse_header,
+    parse_selector,
+)
 
-__all__ = ["ENV_PREFIX", "Settings", "SettingsError", "add_arguments", "load_settings"]
+__all__ = ["ENV_PREFIX", "PROMETHEUS_FIELDS", "Settings", "SettingsError", "add_arguments", "load_settings"]
 
 ENV_PREFIX = "POD_TAILOR_"
 
@@ -79,9 +85,37 @@ class Settings:
     profiles_refresh_seconds: float = field(
         default=60.0, metadata=_doc("how often the profile store is checked for changes")
     )
+    # The Prometheus connection (webhook/profiles/connection.py), shared with profiles build/recommend.
     prometheus_url: str | None = field(
-        default=None, metadata=_doc("if set, serve also rebuilds the profiles from this Prometheus itself")
+        default=None,
+        metadata=_doc("Prometheus base URL, path prefix included; serve: if set, rebuilds profiles itself"),
     )
+    prometheus_bearer_token_file: str | None = field(
+        default=None, metadata=_doc("file holding a bearer token, read again when it changes")
+    )
+    prometheus_username: str | None = field(default=None, metadata=_doc("basic auth user name"))
+    prometheus_password_file: str | None = field(
+        default=None, metadata=_doc("file holding the basic auth password, read again when it changes")
+    )
+    prometheus_password: str | None = field(
+        default=None, repr=False,
+        metadata={"doc": "basic auth password (environment only: options show in the process list)",
+                  "env_only": True},
+    )
+    prometheus_header: tuple[str, ...] = field(
+        default=(), metadata=_doc("extra header 'Name: value', e.g. 'X-Scope-OrgID: team-a' (repeatable; "
+                                  "variable: one per line)")
+    )
+    prometheus_ca_file: str | None = field(default=None, metadata=_doc("CA bundle to verify Prometheus"))
+    prometheus_cert_file: str | None = field(default=None, metadata=_doc("client certificate (PEM)"))
+    prometheus_key_file: str | None = field(default=None, metadata=_doc("client certificate key (PEM)"))
+    prometheus_insecure_skip_verify: bool = field(
+        default=False, metadata=_doc("do not verify Prometheus' certificate (tests only: loud warning)")
+    )
+    prometheus_selector: str | None = field(
+        default=None, metadata=_doc("label matchers added to every query, e.g. 'cluster=\"prod-eu\"'")
+    )
+    prometheus_timeout: float = field(default=120.0, metadata=_doc("seconds per Prometheus query"))
     profiles_build_seconds: float = field(
         default=3600.0, metadata=_doc("how often serve rebuilds profiles when prometheus_url is set")
     )
@@ -105,6 +139,29 @@ class Settings:
             raise SettingsError(f"profiles_store {self.profiles_store!r}: use file or kubernetes")
         if self.profiles_refresh_seconds <= 0 or self.profiles_build_seconds <= 0:
             raise SettingsError("profiles_refresh_seconds and profiles_build_seconds must be positive")
+        try:
+            self.prometheus()
+        except ConnectionSettingsError as exc:
+            raise SettingsError(str(exc)) from None
+
+    def prometheus(self) -> PrometheusConnection | None:
+        """The Prometheus connection these settings describe; None without a URL."""
+        if not self.prometheus_url:
+            return None
+        return PrometheusConnection(
+            self.prometheus_url,
+            bearer_token_file=self.prometheus_bearer_token_file,
+            username=self.prometheus_username,
+            password_file=self.prometheus_password_file,
+            password=self.prometheus_password,
+            headers=tuple(parse_header(text) for text in self.prometheus_header),
+            ca_file=self.prometheus_ca_file,
+            cert_file=self.prometheus_cert_file,
+            key_file=self.prometheus_key_file,
+            insecure_skip_verify=self.prometheus_insecure_skip_verify,
+            selector=parse_selector(self.prometheus_selector or ""),
+            timeout=self.prometheus_timeout,
+        )
 
 
 def env_name(name: str) -> str:
@@ -131,6 +188,8 @@ def _convert(name: str, raw: str, annotation: Any, *, source: str) -> Any:
     base = _base_type(annotation)
     if base is not annotation and raw == "":
         return None
+    if typing.get_origin(base) is tuple:  # a repeatable option; its variable holds one value per line
+        return tuple(line.strip() for line in raw.splitlines() if line.strip())
     try:
         if base is bool:
             lowered = raw.strip().lower()
@@ -146,21 +205,36 @@ def _convert(name: str, raw: str, annotation: Any, *, source: str) -> Any:
         raise SettingsError(f"{source}: {raw!r} is not a valid {name}") from None
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """One option per field; defaults are left as None so the environment can fill the gap."""
+def _selected(only: Collection[str] | None) -> list[dataclasses.Field[Any]]:
+    return [item for item in dataclasses.fields(Settings) if only is None or item.name in only]
+
+
+def add_arguments(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    *,
+    only: Collection[str] | None = None,
+    aliases: Mapping[str, Sequence[str]] | None = None,
+) -> None:
+    """One option per field (`only` these; extra option strings from `aliases`); defaults are left as
+    None so the environment can fill the gap. Fields marked `env_only` (a password) get no option."""
     hints = _field_types()
-    for item in dataclasses.fields(Settings):
+    for item in _selected(only):
+        if item.metadata.get("env_only"):
+            continue
         base = _base_type(hints[item.name])
         default = item.default if item.default is not dataclasses.MISSING else None
         shown = default.value if isinstance(default, Enum) else default
         help_text = f"{item.metadata.get('doc', '')} [env {env_name(item.name)}; default {shown}]"
+        names = [_option(item.name), *(aliases or {}).get(item.name, ())]
         if base is bool:
             parser.add_argument(
-                _option(item.name), dest=item.name, default=None, action=argparse.BooleanOptionalAction,
-                help=help_text,
+                *names, dest=item.name, default=None, action=argparse.BooleanOptionalAction, help=help_text
             )
+        elif typing.get_origin(base) is tuple:
+            parser.add_argument(*names, dest=item.name, default=None, action="append",
+                                metavar=item.name.upper(), help=help_text)
         else:
-            parser.add_argument(_option(item.name), dest=item.name, default=None, metavar=item.name.upper(),
+            parser.add_argument(*names, dest=item.name, default=None, metavar=item.name.upper(),
                                 help=help_text)
 
 
@@ -168,15 +242,21 @@ def load_settings(
     options: Mapping[str, Any] | argparse.Namespace | None = None,
     *,
     env: Mapping[str, str] | None = None,
+    only: Collection[str] | None = None,
 ) -> Settings:
-    """Settings from command-line options (None = not given), then `POD_TAILOR_*` variables, then defaults."""
+    """Settings from command-line options (None = not given), then `POD_TAILOR_*` variables, then defaults.
+
+    With `only`, just those fields are read (the other commands take the Prometheus fields alone).
+    """
     given = vars(options) if isinstance(options, argparse.Namespace) else dict(options or {})
     environment = os.environ if env is None else env
     hints = _field_types()
     values: dict[str, Any] = {}
-    for item in dataclasses.fields(Settings):
+    for item in _selected(only):
         raw = given.get(item.name)
-        if raw is not None:
+        if isinstance(raw, list):  # a repeatable option
+            values[item.name] = tuple(raw)
+        elif raw is not None:
             values[item.name] = (
                 _convert(item.name, raw, hints[item.name], source=_option(item.name))
                 if isinstance(raw, str) else raw
@@ -186,3 +266,7 @@ def load_settings(
                 item.name, environment[env_name(item.name)], hints[item.name], source=env_name(item.name)
             )
     return Settings(**values)
+
+
+# The fields of the Prometheus connection, the only settings `profiles build` and `recommend` read.
+PROMETHEUS_FIELDS = tuple(f.name for f in dataclasses.fields(Settings) if f.name.startswith("prometheus_"))

@@ -21,6 +21,7 @@ from webhook.core.profile import ContainerProfile
 from webhook.core.workload import WorkloadKey
 from webhook.profiles import queries
 from webhook.profiles.checkpoint import Checkpoint, checkpoint_key
+from webhook.profiles.connection import PrometheusConnection
 from webhook.profiles.identity import Owners
 from webhook.profiles.prometheus import Prometheus, TooManySamplesError
 from webhook.profiles.slices import (
@@ -449,12 +450,12 @@ class IncrementalBuild:
     """Builds again and again from one Prometheus, the past days kept in memory between them (what
     `serve` does with a Prometheus URL)."""
 
-    def __init__(self, url: str, settings: BuildSettings) -> None:
-        self.url, self.settings = url, settings
-        self.checkpoint = Checkpoint(settings.checkpoint_key(url))
+    def __init__(self, connection: PrometheusConnection, settings: BuildSettings) -> None:
+        self.connection, self.settings = connection, settings
+        self.checkpoint = Checkpoint(settings.checkpoint_key(connection.identity))
 
     def __call__(self, *, end: float | None = None) -> BuildResult:
-        prom = Prometheus(self.url)
+        prom = self.connection.open()
         try:
             return build_profiles(prom, self.settings, end=end, checkpoint=self.checkpoint)
         finally:

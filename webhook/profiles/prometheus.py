@@ -16,6 +16,8 @@ from typing import Any
 import httpx
 import orjson
 
+from webhook.profiles.queries import scoped
+
 __all__ = ["Prometheus", "PrometheusError", "Sample", "Series", "TooManySamplesError"]
 
 _MAX_POINTS = 11_000  # Prometheus refuses range queries with more points per series than this
@@ -51,6 +53,7 @@ class Prometheus:
     client: httpx.Client | None = None
     queries: int = 0
     warnings: list[str] = field(default_factory=list)
+    selector: str = ""  # label matchers added to every query (`cluster="prod-eu"`), see queries.scoped
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()  # builds run several queries at once
@@ -67,6 +70,8 @@ class Prometheus:
         with self._lock:
             self.queries += 1
         where = f"{self.url}{endpoint}"
+        if self.selector and "query" in params:
+            params = {**params, "query": scoped(params["query"], self.selector)}
         try:
             response = self.client.post(where, data=params)
         except httpx.TimeoutException:

@@ -199,3 +199,62 @@ def owners_query(namespaces: Sequence[str], *, span: int) -> str:
 def namespaces_query(*, span: int) -> str:
     """The namespaces that have container memory data in the window (to split a too-large build)."""
     return f"count by (namespace) (max_over_time({selector(MEMORY_METRIC)}[{promql_duration(span)}]))"
+
+
+
+quote = _quote  # PromQL's double-quoted string, for the label matchers of a connection's selector
+
+_LEXEME = re.compile(
+    r"""(?P<space>\s+|\#[^\n]*)
+    |(?P<string>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`)
+    |(?P<number>0[xX][0-9a-fA-F]+|(?:\d+(?:ms|[smhdwy]))+|(?:\d*\.\d+|\d+\.?)(?:[eE][-+]?\d+)?)
+    |(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)
+    |(?P<other>.)""",
+    re.VERBOSE | re.DOTALL,
+)
+_GROUPING = {"by", "without", "on", "ignoring", "group_left", "group_right"}
+_KEYWORDS = _GROUPING | {
+    "and", "or", "unless", "bool", "offset", "atan2", "inf", "nan", "sum", "min", "max", "avg", "group",
+    "stddev", "stdvar", "count", "count_values", "bottomk", "topk", "quantile", "limitk", "limit_ratio",
+}
+
+
+def scoped(query: str, matchers: str) -> str:
+    """`query` with `matchers` (`cluster="prod-eu"`) added to every one of its series selectors.
+
+    A connection's selector picks one cluster (or tenant, or environment) out of a shared server for
+    every query anyone asks, the ones added later included, so it is applied to the finished text by
+    a small PromQL lexer: after each `{` that opens a selector's matchers, and as `{...}` after a bare
+    metric name (a name that is no keyword, no function call and no label of a `by (...)` list).
+    """
+    if not matchers:
+        return query
+    lexemes = [(found.lastgroup or "", found.group()) for found in _LEXEME.finditer(query)]
+    significant = [i for i, (kind, _) in enumerate(lexemes) if kind != "space"]
+    following = dict(zip(significant, [*significant[1:], None], strict=True))
+    out: list[str] = []
+    braces = brackets = 0
+    labels = False  # inside the label list of by/without/on/ignoring/group_left/group_right
+    for i, (kind, text) in enumerate(lexemes):
+        out.append(text)
+        after = following.get(i)
+        upcoming = lexemes[after][1] if after is not None else ""
+        if kind == "other":
+            if text == "{":
+                braces += 1
+                out.append(matchers if upcoming == "}" else matchers + ",")
+            elif text == "}":
+                braces -= 1
+            elif text == "[":
+                brackets += 1
+            elif text == "]":
+                brackets -= 1
+            elif text == ")" and labels:
+                labels = False
+        elif kind == "name" and not braces and not brackets and not labels:
+            word = text.lower()
+            if word in _GROUPING and upcoming == "(":
+                labels = True
+            elif word not in _KEYWORDS and upcoming not in ("(", "{"):
+                out.append("{" + matchers + "}")
+    return "".join(out)

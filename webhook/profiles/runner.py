@@ -15,7 +15,10 @@ from pathlib import Path
 from webhook.core.profile import Recommendation
 from webhook.profiles import checkpoint
 from webhook.profiles.build import BuildResult, BuildSettings, build_profiles
-from webhook.profiles.prometheus import Prometheus, PrometheusError
+from webhook.profiles.connection import PrometheusConnection
+from webhook.profiles.preflight import check_connection
+from webhook.profiles.prometheus import PrometheusError
+from webhook.profiles.queries import duration
 from webhook.profiles.store import FileStore, ProfileDocument, ProfileStore, StoreError
 
 __all__ = ["BuildRun", "Counts", "build_once", "counts", "open_store"]
@@ -41,8 +44,7 @@ def open_store(
 class BuildRun:
     """How one build runs, beside what it reads (`BuildSettings`)."""
 
-    url: str | None
-    timeout: float = 120.0
+    connection: PrometheusConnection | None  # None: no Prometheus URL was given
     checkpoint_path: Path | None = None  # None: no checkpoint (a full build every time)
     end: float | None = None  # the window's end; None: now
     allow_partial: bool = False
@@ -60,11 +62,17 @@ def build_once(
     progress: Callable[[str], None] = _noop,
 ) -> BuildResult:
     """One build into `store`; raises PrometheusError/StoreError and refuses partial data unless allowed."""
-    if not run.url:
+    connection = run.connection
+    if connection is None:
         raise PrometheusError("no Prometheus URL: pass --prometheus-url URL or set POD_TAILOR_PROMETHEUS_URL")
-    prom = Prometheus(run.url, timeout=run.timeout)
+    for warning in connection.warnings():
+        print(f"warning: {warning}", file=sys.stderr)
+    window = duration(settings.window)
+    for warning in check_connection(connection, window=window, end=run.end):
+        print(f"warning: {warning}", file=sys.stderr)
+    prom = connection.open()
     where = run.checkpoint_path
-    kept = checkpoint.load(where, key=settings.checkpoint_key(prom.url)) if where else None
+    kept = checkpoint.load(where, key=settings.checkpoint_key(connection.identity)) if where else None
     try:
         result = build_profiles(prom, settings, end=run.end, progress=progress, checkpoint=kept)
     finally:

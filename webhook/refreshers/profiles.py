@@ -113,6 +113,8 @@ def profile_refresher(settings: Settings) -> ProfileRefresher:
     from pathlib import Path
 
     from webhook.profiles.build import BuildSettings, IncrementalBuild
+    from webhook.profiles.preflight import check_connection
+    from webhook.profiles.queries import duration
     from webhook.profiles.runner import open_store
 
     store: ProfileStore
@@ -126,11 +128,16 @@ def profile_refresher(settings: Settings) -> ProfileRefresher:
     except StoreError as exc:
         store = _UnavailableStore(str(exc))
     builder: Callable[[], ProfileDocument] | None = None
-    url = settings.prometheus_url
-    if url:
-        incremental = IncrementalBuild(url, BuildSettings())
+    connection = settings.prometheus()
+    if connection is not None:
+        for warning in connection.warnings():
+            log.warning("%s", warning)
+        incremental = IncrementalBuild(connection, BuildSettings())
+        window = duration(incremental.settings.window)
 
         def builder() -> ProfileDocument:
+            for warning in check_connection(connection, window=window):
+                log.warning("%s", warning)
             result = incremental()
             if result.warnings:
                 raise PrometheusError(f"partial data, not stored: {result.warnings[0]}")

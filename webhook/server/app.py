@@ -89,8 +89,8 @@ def create_app(
 ) -> FastAPI:
     """The webhook app. `engine` defaults to the real one; `tls` is watched for rotation when given."""
     decide = engine or default_engine()
-    metrics = Metrics(state)
     cache = VerdictCache(settings.verdict_cache_size)
+    metrics = Metrics(state, cache=cache)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -16,7 +16,7 @@ from prometheus_client import REGISTRY, CollectorRegistry, Gauge, generate_lates
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from webhook.admission import Answer, ErrorReason, Outcome
+from webhook.admission import Answer, ErrorReason, Outcome, VerdictCache
 from webhook.refreshers.state import State
 
 __all__ = ["Metrics"]
@@ -32,7 +32,7 @@ class _AdmissionCounts(Collector):
         # Every outcome and reason exists from the start, so rate() and absent() work before the first.
         self.outcomes = dict.fromkeys(Outcome, 0)
         self.reasons = dict.fromkeys(ErrorReason, 0)
-        self.injections: defaultdict[tuple[str, bool], int] = defaultdict(int)
+        self.injections: defaultdict[tuple[str, str, bool], int] = defaultdict(int)
         self.buckets = [0] * (len(_BUCKETS) + 1)  # the last one is +Inf
         self.latency_sum = 0.0
 
@@ -43,8 +43,8 @@ class _AdmissionCounts(Collector):
         if answer.error is not None:
             self.reasons[answer.error] += 1
         applied = answer.applied
-        for kind, count in answer.injection_counts:
-            self.injections[(kind, applied)] += count
+        for kind, source, count in answer.injection_counts:
+            self.injections[(kind, source, applied)] += count
 
     def collect(self) -> Iterator[Metric]:
         requests = CounterMetricFamily(
@@ -63,11 +63,12 @@ class _AdmissionCounts(Collector):
         )
         injections = CounterMetricFamily(
             "pod_tailor_injections",
-            "Values injected, by field; applied=false for namespace dry-run mode and request.dryRun.",
-            labels=["field", "applied"],
+            "Values injected, by field and source (profile: usage history, policy: the policy's values);"
+            " applied=false for namespace dry-run mode and request.dryRun.",
+            labels=["field", "source", "applied"],
         )
-        for (kind, applied), count in sorted(self.injections.items()):
-            injections.add_metric([kind, "true" if applied else "false"], count)
+        for (kind, source, applied), count in sorted(self.injections.items()):
+            injections.add_metric([kind, source, "true" if applied else "false"], count)
         yield injections
         errors = CounterMetricFamily(
             "pod_tailor_errors", "Requests that failed, by reason.", labels=["reason"]
@@ -81,11 +82,30 @@ def _bound(value: float) -> str:
     return "+Inf" if value == float("inf") else repr(value)
 
 
+class _CacheCounts(Collector):
+    """The verdict cache's lookups, read from the cache at scrape time (no cost per request)."""
+
+    def __init__(self, cache: VerdictCache) -> None:
+        self.cache = cache
+
+    def collect(self) -> Iterator[Metric]:
+        lookups = CounterMetricFamily(
+            "pod_tailor_verdict_cache_lookups",
+            "Verdict cache lookups, by result (hit: a replica answered without deciding again).",
+            labels=["result"],
+        )
+        lookups.add_metric(["hit"], self.cache.hits)
+        lookups.add_metric(["miss"], self.cache.misses)
+        yield lookups
+
+
 class Metrics:
-    def __init__(self, state: State) -> None:
+    def __init__(self, state: State, *, cache: VerdictCache | None = None) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.admission = _AdmissionCounts()
         self.registry.register(self.admission)
+        if cache is not None:
+            self.registry.register(_CacheCounts(cache))
         self.snapshot_age = Gauge(
             "pod_tailor_snapshot_age_seconds", "Seconds since each snapshot was taken (0: never).",
             ["snapshot"], registry=self.registry,

@@ -1,0 +1,223 @@
+"""How to reach one Prometheus-compatible server (Prometheus, Thanos, Mimir, Cortex, VictoriaMetrics,
+a managed service): the URL with any path prefix, credentials, TLS, extra headers such as a tenant, the
+label matchers that pick one cluster out of a shared server, and the query timeout.
+
+One frozen object, built once from options or settings and shared by every command that reads
+Prometheus. Credentials live in files (a mounted Secret, a projected service-account token) that are
+read again whenever they change, or, for a password, in the environment: never in an option value,
+which anyone on the node can read in the process list. Nothing here ever puts a credential or a header
+value into a message, a `repr` or a log line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+import httpx
+
+from webhook.profiles.httpclient import build_client
+from webhook.profiles.prometheus import Prometheus
+from webhook.profiles.queries import quote
+
+__all__ = [
+    "ConnectionSettingsError",
+    "Matcher",
+    "PrometheusConnection",
+    "parse_header",
+    "parse_selector",
+]
+
+
+class ConnectionSettingsError(ValueError):
+    """A connection setting cannot be used; the message names the option."""
+
+
+_MATCHER = re.compile(
+    r"""\s*(?P<label>[a-zA-Z_][a-zA-Z0-9_]*)\s*(?P<op>=~|!~|!=|=)\s*
+        (?P<value>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`)\s*(?:,|$)""",
+    re.VERBOSE,
+)
+_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an HTTP header name (RFC 9110 token)
+
+
+@dataclass(frozen=True, slots=True)
+class Matcher:
+    """One label matcher, `cluster="prod-eu"`; rendered back in PromQL's own quoting."""
+
+    label: str
+    op: str  # =, !=, =~, !~
+    value: str
+
+    def __str__(self) -> str:
+        return f"{self.label}{self.op}{quote(self.value)}"
+
+    def matches(self, value: str) -> bool:
+        """What Prometheus decides for a series whose label has `value` (regexes are anchored)."""
+        if self.op in ("=", "!="):
+            return (value == self.value) == (self.op == "=")
+        return (re.fullmatch(self.value, value) is not None) == (self.op == "=~")
+
+
+def _unquote(text: str) -> str:
+    if text[0] == "`":
+        return text[1:-1]
+    return re.sub(r"\\(.)", r"\1", text[1:-1])
+
+
+def parse_selector(text: str) -> tuple[Matcher, ...]:
+    """`cluster="prod-eu",env=~"prod|staging"` (braces optional) -> matchers; a clear error otherwise."""
+    body = text.strip()
+    if body.startswith("{") and body.endswith("}"):
+        body = body[1:-1]
+    matchers: list[Matcher] = []
+    position = 0
+    while position < len(body.rstrip()):
+        found = _MATCHER.match(body, position)
+        if found is None:
+            raise ConnectionSettingsError(
+                f"--prometheus-selector {text!r}: expected label matchers such as cluster=\"prod-eu\" "
+                f"(label, one of = != =~ !~, a quoted value; comma-separated) at {body[position:][:30]!r}"
+            )
+        matcher = Matcher(found["label"], found["op"], _unquote(found["value"]))
+        if matcher.label == "__name__":
+            raise ConnectionSettingsError("--prometheus-selector: __name__ is chosen by each query")
+        if matcher.op in ("=~", "!~"):
+            try:
+                re.compile(matcher.value)
+            except re.error as exc:
+                raise ConnectionSettingsError(f"--prometheus-selector {text!r}: bad regex: {exc}") from None
+        matchers.append(matcher)
+        position = found.end()
+    return tuple(matchers)
+
+
+def parse_header(text: str) -> tuple[str, str]:
+    """`'X-Scope-OrgID: team-a'` -> ("X-Scope-OrgID", "team-a"); the value never appears in an error."""
+    name, colon, value = text.partition(":")
+    name, value = name.strip(), value.strip()
+    if not colon or not _TOKEN.match(name) or not value or "\n" in value or "\r" in value:
+        shown = name if _TOKEN.match(name) else "a header"
+        raise ConnectionSettingsError(f"--prometheus-header for {shown}: use 'Name: value' (one line)")
+    return name, value
+
+
+@dataclass(frozen=True, slots=True)
+class PrometheusConnection:
+    """Everything needed to talk to one Prometheus HTTP API; see docs/prometheus-connection.md."""
+
+    url: str  # base URL, path prefix included (Mimir: https://mimir.example/prometheus)
+    bearer_token_file: str | None = None
+    username: str | None = None
+    password_file: str | None = None
+    password: str | None = field(default=None, repr=False)  # from POD_TAILOR_PROMETHEUS_PASSWORD only
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+    insecure_skip_verify: bool = False
+    selector: tuple[Matcher, ...] = ()
+    timeout: float = 120.0
+
+    def __post_init__(self) -> None:
+        self._check_url()
+        self._check_credentials()
+        self._check_tls()
+        if not self.timeout > 0:
+            raise ConnectionSettingsError("--prometheus-timeout must be positive")
+        object.__setattr__(self, "url", self.url.rstrip("/"))
+
+    def _check_url(self) -> None:
+        parts = urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            shown = repr(self.url) if "@" not in self.url else "(not shown: it holds an @)"
+            raise ConnectionSettingsError(f"--prometheus-url {shown}: use http(s)://host[:port][/prefix]")
+        if parts.username is not None or parts.password is not None:
+            raise ConnectionSettingsError(
+                "--prometheus-url must not carry credentials (user:password@): anyone can read options in "
+                "the process list; use --prometheus-username with --prometheus-password-file"
+            )
+        if parts.query or parts.fragment:
+            raise ConnectionSettingsError(f"--prometheus-url {self.display_url!r}: no ?query or #fragment")
+
+    def _check_credentials(self) -> None:
+        if self.bearer_token_file and (self.username or self.password_file or self.password):
+            raise ConnectionSettingsError(
+                "--prometheus-bearer-token-file and basic auth (--prometheus-username) exclude each other"
+            )
+        if (self.password_file or self.password) and not self.username:
+            raise ConnectionSettingsError("a Prometheus password needs --prometheus-username")
+        if self.username and not (self.password_file or self.password):
+            raise ConnectionSettingsError(
+                "--prometheus-username needs --prometheus-password-file or POD_TAILOR_PROMETHEUS_PASSWORD"
+            )
+        if self.password_file and self.password:
+            raise ConnectionSettingsError(
+                "--prometheus-password-file and POD_TAILOR_PROMETHEUS_PASSWORD exclude each other"
+            )
+        authenticated = self.bearer_token_file or self.username
+        if authenticated and any(name.lower() == "authorization" for name, _ in self.headers):
+            raise ConnectionSettingsError(
+                "--prometheus-header Authorization conflicts with the bearer token or basic auth"
+            )
+
+    def _check_tls(self) -> None:
+        if bool(self.cert_file) != bool(self.key_file):
+            raise ConnectionSettingsError("--prometheus-cert-file and --prometheus-key-file go together")
+        if self.insecure_skip_verify and self.ca_file:
+            raise ConnectionSettingsError(
+                "--prometheus-insecure-skip-verify and --prometheus-ca-file exclude each other"
+            )
+        tls_options = self.ca_file or self.cert_file or self.insecure_skip_verify
+        if urlsplit(self.url).scheme == "http" and tls_options:
+            raise ConnectionSettingsError(
+                f"TLS options given but --prometheus-url {self.display_url} is plain http://: use https://"
+            )
+
+    @property
+    def display_url(self) -> str:
+        """The URL as messages show it: scheme, host, port and path, never a user name or password."""
+        parts = urlsplit(self.url)
+        host = parts.hostname or ""
+        if ":" in host:
+            host = f"[{host}]"
+        port = f":{parts.port}" if parts.port else ""
+        return f"{parts.scheme}://{host}{port}{parts.path}"
+
+    @property
+    def selector_text(self) -> str:
+        """The matchers every query gets, `cluster="prod-eu"` (empty: none)."""
+        return ",".join(str(m) for m in self.selector)
+
+    @property
+    def identity(self) -> str:
+        """What the data read through this connection depends on (the checkpoint key): the URL, the
+        selector and the extra headers (a tenant), the latter only as a digest."""
+        headers = ""
+        if self.headers:
+            digest = hashlib.sha256(repr(sorted(self.headers)).encode()).hexdigest()[:16]
+            headers = f" headers={digest}"
+        selector = f"{{{self.selector_text}}}" if self.selector else ""
+        return f"{self.url}{selector}{headers}"
+
+    def warnings(self) -> list[str]:
+        """What an operator must hear about these settings on every start."""
+        found = []
+        if self.insecure_skip_verify:
+            found.append(
+                f"--prometheus-insecure-skip-verify: the certificate of {self.display_url} is NOT checked; "
+                "anyone on the network path can read the credentials and answer with made-up usage"
+            )
+        if urlsplit(self.url).scheme == "http" and (self.bearer_token_file or self.username):
+            found.append(f"credentials are sent in clear text to {self.display_url} (http://, not https://)")
+        return found
+
+    def client(self) -> httpx.Client:
+        """A new HTTP client with these credentials, headers and TLS settings (see `httpclient`)."""
+        return build_client(self)
+
+    def open(self) -> Prometheus:
+        """The query adapter over a new client; every query gets the selector's matchers."""
+        return Prometheus(self.url, timeout=self.timeout, client=self.client(), selector=self.selector_text)
