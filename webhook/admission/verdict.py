@@ -74,7 +74,7 @@ def verdict(settings: NamespaceSettings, decision: Decision) -> Verdict:
             f"pod-tailor dry-run ({decision.policy} policy): {len(would)} value(s) would be injected"
             if would else f"pod-tailor dry-run ({decision.policy} policy): nothing would be injected"
         )
-        left = [f"pod-tailor left {note}" for note in decision.notes]  # e.g. "app: cpu left to vpa web (Auto)"
+        left = [f"pod-tailor left {note}" for note in decision.notes]  # "app: cpu left to vpa web (Auto)"
         warnings = fit_warnings([head, *notes, *(f"pod-tailor would set {w}" for w in would), *left])
         audit = fit_audit({"mode": "dry-run", "policy": decision.policy, "would-inject": would,
                            "left": [str(note) for note in decision.notes]})
