@@ -68,19 +68,16 @@ def autoscaled(draw: st.DrawFn) -> tuple[dict[str, Any], Any, dict[str, Any], Cl
             )
         )
     if draw(st.booleans()):
-        policies = draw(
-            st.sampled_from(
-                [
-                    None,
-                    [{"containerName": "*", "controlledResources": ["memory"]}],
-                    [{"containerName": names[0], "mode": "Off"}],
-                    [
-                        {"containerName": "*", "mode": "Off"},
-                        {"containerName": names[-1], "controlledResources": ["cpu"]},
-                    ],
-                ]
-            )
-        )
+        shapes: list[list[dict[str, Any]] | None] = [
+            None,
+            [{"containerName": "*", "controlledResources": ["memory"]}],
+            [{"containerName": names[0], "mode": "Off"}],
+            [
+                {"containerName": "*", "mode": "Off"},
+                {"containerName": names[-1], "controlledResources": ["cpu"]},
+            ],
+        ]
+        policies = draw(st.sampled_from(shapes))
         mode = draw(st.sampled_from(["Auto", "Off", "Initial", "Recreate", "InPlaceOrRecreate", None]))
         objects.append(vpa("v", target=target, mode=mode, policies=policies))
     found = []
