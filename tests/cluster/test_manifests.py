@@ -253,7 +253,8 @@ class TestRbac:
     def test_the_webhook_only_lists_and_watches_what_it_reads(self) -> None:
         assert self.rules("ClusterRole", "pod-tailor-webhook") == [
             {"apiGroups": [""], "resources": ["namespaces", "limitranges"], "verbs": ["list", "watch"]},
-            {"apiGroups": ["autoscaling"], "resources": ["horizontalpodautoscalers"], "verbs": ["list", "watch"]},
+            {"apiGroups": ["autoscaling"], "resources": ["horizontalpodautoscalers"],
+             "verbs": ["list", "watch"]},
             {"apiGroups": ["autoscaling.k8s.io"], "resources": ["verticalpodautoscalers"],
              "verbs": ["list", "watch"]},
         ]
@@ -262,8 +263,10 @@ class TestRbac:
         ]
 
     def test_every_collection_the_webhook_watches_may_be_listed_and_watched(self) -> None:
-        cluster_wide = {r for rule in self.rules("ClusterRole", "pod-tailor-webhook") for r in rule["resources"]
-                        if {"list", "watch"} <= set(rule["verbs"])}
+        cluster_wide = {
+            r for rule in self.rules("ClusterRole", "pod-tailor-webhook") for r in rule["resources"]
+            if {"list", "watch"} <= set(rule["verbs"])
+        }
         own_namespace = {r for rule in self.rules("Role", "pod-tailor-webhook") for r in rule["resources"]}
         for spec in watch_specs(Settings(policy_configmap="pod-tailor-policy")):
             assert spec.resource in cluster_wide | own_namespace, spec.resource
