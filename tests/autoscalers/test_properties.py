@@ -7,14 +7,13 @@ import copy
 from decimal import Decimal
 from typing import Any
 
-import jsonpatch
 import kubernetes_validate
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.autoscalers.kit import average_value, external, hpa, utilization, vpa
 from tests.engine.strategies import facts, pods, profile_for
-from tests.engine.test_properties import POLICIES, at, leaves
+from tests.engine.test_properties import POLICIES, PROPERTY, at, leaves, tailored
 from webhook.config.policies import load_policy_text
 from webhook.core.autoscalers import Ignored, index_autoscalers, parse_autoscaler
 from webhook.core.engine import tailor
@@ -25,7 +24,6 @@ from webhook.core.pod import containers
 from webhook.core.profile import Recommendation, TrailPoint, UsageTotals
 from webhook.core.workload import pod_workload
 
-PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SIZING = [
     *POLICIES,
     load_policy_text(
@@ -107,23 +105,16 @@ def autoscaled(draw: st.DrawFn) -> tuple[dict[str, Any], Any, dict[str, Any], Cl
     return subject, draw(st.sampled_from(SIZING)), profiles, cluster
 
 
-def tailored(case: Any) -> dict[str, Any]:
-    subject, policy, profiles, cluster = case
-    decision = tailor(subject, policy=policy, profiles=profiles, facts=cluster)
-    result: dict[str, Any] = jsonpatch.apply_patch(copy.deepcopy(subject), copy.deepcopy(list(decision.ops)))
-    return result
-
-
 @PROPERTY
 @given(autoscaled())
 def test_the_patch_applies_and_validates_strictly(case: Any) -> None:
-    kubernetes_validate.validate(tailored(case), kubernetes_validate.latest_version(), strict=True)
+    kubernetes_validate.validate(tailored(*case), kubernetes_validate.latest_version(), strict=True)
 
 
 @PROPERTY
 @given(autoscaled())
 def test_no_value_present_in_the_input_is_changed(case: Any) -> None:
-    result = tailored(case)
+    result = tailored(*case)
     for path, value in leaves(case[0]):
         if path == ("spec", "terminationGracePeriodSeconds") and value == 30:
             continue  # the API default: raised to cover the preStop sleep (documented)
@@ -134,7 +125,7 @@ def test_no_value_present_in_the_input_is_changed(case: Any) -> None:
 @given(autoscaled())
 def test_running_on_its_own_output_gives_an_empty_patch(case: Any) -> None:
     _, policy, profiles, cluster = case
-    assert tailor(tailored(case), policy=policy, profiles=profiles, facts=cluster).ops == ()
+    assert tailor(tailored(*case), policy=policy, profiles=profiles, facts=cluster).ops == ()
 
 
 @PROPERTY
