@@ -103,6 +103,17 @@ class TestAnHpaOnUtilization:
             in annotation(result)
         )
 
+    def test_a_limit_below_what_history_says_the_container_uses_is_not_set(self) -> None:
+        big = {"app": recommendation("0.25", 1700 * MIB)}
+        on_memory = facts(hpa(metrics=[utilization("memory", 80)]))
+        decision, result = run(pod(container()), profiles=big, facts=on_memory)
+        resources = result["spec"]["containers"][0]["resources"]
+        assert resources["requests"]["memory"] == "256Mi"
+        assert "memory" not in resources.get("limits", {})
+        assert "app: memory limit not set: 512Mi is below the 1700Mi history says it uses (hpa web)" in (
+            decision.warnings
+        )
+
     def test_min_equal_to_max_never_scales_so_history_stays_on(self) -> None:
         fixed = hpa(metrics=[utilization("cpu", 70)], min_replicas=4, max_replicas=4)
         _, result = run(pod(container()), profiles=PROFILES, facts=facts(fixed))
