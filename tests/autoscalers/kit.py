@@ -69,7 +69,7 @@ def _current(metric: Mapping[str, Any]) -> dict[str, Any] | None:
             "type": "ContainerResource",
             "containerResource": {
                 "name": source["name"],
-                "container": source["container"],
+                "container": source.get("container"),
                 "current": {"averageValue": "180m", "averageUtilization": 36},
             },
         }
