@@ -17,7 +17,7 @@ from typing import Any
 
 from webhook.core.pod import ContainerRef
 from webhook.core.quantity import QuantityError, parse
-from webhook.core.workload import WorkloadKey, owner_workload
+from webhook.core.workload import WorkloadKey, owner_workload, pod_workload
 
 __all__ = [
     "EMPTY_AUTOSCALERS",
@@ -304,14 +304,15 @@ def _rollout(pod: Mapping[str, Any]) -> Target | None:
     return None
 
 
-def around(index: NamespaceAutoscalers, pod: Mapping[str, Any], workload: WorkloadKey) -> Autoscalers:
-    """The autoscalers targeting the workload of `pod`.
+def around(index: NamespaceAutoscalers, pod: Mapping[str, Any], workload: WorkloadKey | None) -> Autoscalers:
+    """The autoscalers targeting the workload of `pod` (`workload`, else the Pod's own owner chain).
 
     A Rollout's Pods are profiled under the Deployment-shaped key their ReplicaSet's name gives
     (`web-6d8f9c7b5` -> Deployment web: profiles and admission agree on it), but an HPA or VPA names
     the Rollout; the Pod's `rollouts-pod-template-hash` label says which Rollout it is.
     """
-    if not index:
+    if not index:  # most namespaces: nothing to look up, not even the workload
         return EMPTY_AUTOSCALERS
-    target = _rollout(pod) or (workload.kind, workload.name)
+    key = workload or pod_workload(pod, "")
+    target = _rollout(pod) or (key.kind, key.name)
     return index.get(target, EMPTY_AUTOSCALERS)

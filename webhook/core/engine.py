@@ -100,7 +100,7 @@ def _tailor_checked(
     sleeps: list[int] = []
 
     sizeable = [ref for ref in containers(pod) if ref.name not in opt_out.containers]
-    scalers = facts.around(pod, workload or pod_workload(pod, ""))
+    scalers = facts.around(pod, workload)
     holds = {ref.name: container_holds(scalers, policy.autoscalers, ref) for ref in sizeable if scalers}
 
     def sized(ref: ContainerRef, *, into: PatchBuilder, held: Withheld) -> tuple[list[Injection], list[str]]:
@@ -122,7 +122,6 @@ def _tailor_checked(
         )
         warnings += held_back
     notes: list[Note] = []
-    limited = frozenset(name for name, rules in policy.resources.items() if rules.limit is not LimitMode.NONE)
     for ref in sizeable:
         profile = profiles.get(ref.name)
         if "resources" in features:
@@ -131,7 +130,8 @@ def _tailor_checked(
             warnings += problems
             if holds.get(ref.name):
                 kept = {r: h for r, h in holds[ref.name].items() if r not in pod_level}
-                notes += deferral_notes(ref, kept, limited=limited)
+                limited = (r for r, rules in policy.resources.items() if rules.limit is not LimitMode.NONE)
+                notes += deferral_notes(ref, kept, limited=frozenset(limited))
         if ref.group != "containers" or not serving_pod or serving_port(ref.body) is None:
             continue
         if "probes" in features:

@@ -35,7 +35,7 @@ class ClusterFacts:
     limit_ranges: tuple[LimitRangeItem, ...] = ()
     autoscalers: NamespaceAutoscalers = field(default_factory=dict)  # HPAs and VPAs by target
 
-    def around(self, pod: Mapping[str, Any], workload: WorkloadKey) -> Autoscalers:
+    def around(self, pod: Mapping[str, Any], workload: WorkloadKey | None) -> Autoscalers:
         """The HPAs and VPAs that target the workload of `pod` (see `webhook.core.autoscalers`)."""
         return around(self.autoscalers, pod, workload)
 
