@@ -17,6 +17,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from webhook.cluster.resources import watch_specs
 from webhook.commands import build_parser
 from webhook.config.settings import ENV_PREFIX, PROMETHEUS_FIELDS, Settings, load_settings
 from webhook.server.selfsigned import write_certificates
@@ -260,11 +261,24 @@ class TestRbac:
 
     def test_the_webhook_only_lists_and_watches_what_it_reads(self) -> None:
         assert self.rules("ClusterRole", "pod-tailor-webhook") == [
-            {"apiGroups": [""], "resources": ["namespaces", "limitranges"], "verbs": ["list", "watch"]}
+            {"apiGroups": [""], "resources": ["namespaces", "limitranges"], "verbs": ["list", "watch"]},
+            {"apiGroups": ["autoscaling"], "resources": ["horizontalpodautoscalers"],
+             "verbs": ["list", "watch"]},
+            {"apiGroups": ["autoscaling.k8s.io"], "resources": ["verticalpodautoscalers"],
+             "verbs": ["list", "watch"]},
         ]
         assert self.rules("Role", "pod-tailor-webhook") == [
             {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list", "watch"]}
         ]
+
+    def test_every_collection_the_webhook_watches_may_be_listed_and_watched(self) -> None:
+        cluster_wide = {
+            r for rule in self.rules("ClusterRole", "pod-tailor-webhook") for r in rule["resources"]
+            if {"list", "watch"} <= set(rule["verbs"])
+        }
+        own_namespace = {r for rule in self.rules("Role", "pod-tailor-webhook") for r in rule["resources"]}
+        for spec in watch_specs(Settings(policy_configmap="pod-tailor-policy")):
+            assert spec.resource in cluster_wide | own_namespace, spec.resource
 
     def test_only_the_recommender_writes_and_only_configmaps_in_its_namespace(self) -> None:
         assert self.rules("Role", "pod-tailor-recommender") == [

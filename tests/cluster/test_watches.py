@@ -14,6 +14,7 @@ import pytest
 from kubefake import FakeKube
 from prometheus_client import REGISTRY
 
+from webhook.cluster.resources import watch_specs
 from webhook.config.settings import Settings
 from webhook.core.namespace import Mode
 from webhook.refreshers.cluster import ClusterRefresher
@@ -88,6 +89,13 @@ def start(kubeconfig: Path, state: State) -> Iterator[Start]:
         refresher.stop()
 
 
+def every_watch_open(kube: FakeKube) -> None:
+    """Wait for the watch of every collection the refresher lists (one without its CRD has none)."""
+    for spec in watch_specs(Settings()):
+        if not spec.optional:
+            kube.wait_for_watches(1, plural=spec.resource)
+
+
 def synced(state: State) -> bool:
     return not state.pending and state.cluster.namespaces is not None
 
@@ -150,7 +158,7 @@ class TestWatchEvents:
         kube.put(limit_range("shop", "a", "2"))
         start()
         wait_until(lambda: synced(state), what="first sync")
-        kube.wait_for_watches(3)
+        every_watch_open(kube)
 
     def test_a_label_change_reaches_the_snapshot(self, kube: FakeKube, state: State) -> None:
         kube.put(namespace("shop", **{"pod-tailor.io/mode": "enforce"}))
@@ -180,7 +188,7 @@ class TestResuming:
         kube.put(namespace("shop"))
         start()
         wait_until(lambda: synced(state), what="first sync")
-        kube.wait_for_watches(3)
+        every_watch_open(kube)
 
     def test_a_dropped_connection_resumes_from_the_last_resource_version_without_a_list(
         self, kube: FakeKube, state: State
@@ -203,7 +211,7 @@ class TestResuming:
         wait_until(lambda: True)
         before = state.cluster.namespaces
         kube.drop_watches()
-        kube.wait_for_watches(3)
+        every_watch_open(kube)
         resumed = watches(kube, "/api/v1/namespaces?")[-1]
         assert query(resumed)["resourceVersion"] == str(bookmarked)
         assert query(resumed)["allowWatchBookmarks"] == "true"

@@ -80,8 +80,10 @@ def verdict(settings: NamespaceSettings, decision: Decision) -> Verdict:
             f"pod-tailor dry-run ({decision.policy} policy): {len(would)} value(s) would be injected"
             if would else f"pod-tailor dry-run ({decision.policy} policy): nothing would be injected"
         )
-        warnings = fit_warnings([head, *notes, *(f"pod-tailor would set {w}" for w in would)])
-        audit = fit_audit({"mode": "dry-run", "policy": decision.policy, "would-inject": would})
+        left = [f"pod-tailor left {note}" for note in decision.notes]  # "app: cpu left to vpa web (Auto)"
+        warnings = fit_warnings([head, *notes, *(f"pod-tailor would set {w}" for w in would), *left])
+        audit = fit_audit({"mode": "dry-run", "policy": decision.policy, "would-inject": would,
+                           "left": [str(note) for note in decision.notes]})
         return Verdict(Outcome.DRY_RUN, warnings=warnings, audit=audit, injections=decision.injections,
                        workload=workload, policy=policy)
     if not decision.ops:

@@ -8,6 +8,7 @@ and failure handling are the same for every collection.
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +18,7 @@ from kubernetes import client
 from webhook.cluster.watch import ListCall, Obj, without_status
 from webhook.config.settings import Settings
 
-__all__ = ["NAMESPACES", "WatchSpec", "custom_list", "watch_specs"]
+__all__ = ["HPAS", "NAMESPACES", "VPAS", "WatchSpec", "custom_list", "watch_specs"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +47,14 @@ def _labels_only(obj: Obj) -> Hashable:
     return tuple(sorted(((obj.get("metadata") or {}).get("labels") or {}).items()))
 
 
+def _spec_only(obj: Obj) -> Hashable:
+    """An autoscaler's spec: its status (an HPA's every 15 s, a VPA's every minute) is never read."""
+    return json.dumps(obj.get("spec"), sort_keys=True, default=str)
+
+
 NAMESPACES = "namespaces"
+HPAS = "horizontalpodautoscalers"
+VPAS = "verticalpodautoscalers"
 
 _SPECS: tuple[WatchSpec, ...] = (
     # Namespace labels choose the mode and the policy; nothing else of a Namespace is read.
@@ -59,6 +67,13 @@ _SPECS: tuple[WatchSpec, ...] = (
         field_selector=lambda s: f"metadata.name={s.policy_configmap}",
         enabled=lambda s: bool(s.policy_configmap),
     ),
+    # The autoscalers around each workload (webhook.core.autoscalers); VPAs only where the CRD is served.
+    WatchSpec(
+        HPAS,
+        lambda api, _s: client.AutoscalingV2Api(api).list_horizontal_pod_autoscaler_for_all_namespaces,
+        relevant=_spec_only,
+    ),
+    WatchSpec(VPAS, custom_list("autoscaling.k8s.io", "v1", VPAS), optional=True, relevant=_spec_only),
 )
 
 

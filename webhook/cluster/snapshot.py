@@ -7,15 +7,27 @@ one event changes one object, so parsed forms are kept by resourceVersion across
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from webhook.config.settings import Settings
+from webhook.core.autoscalers import (
+    Hpa,
+    Ignored,
+    NamespaceAutoscalers,
+    Vpa,
+    index_autoscalers,
+    parse_hpa,
+    parse_vpa,
+)
 from webhook.core.facts import LimitRangeItem, limit_range_items
 from webhook.core.policy import PolicySet
 from webhook.core.snapshot import ClusterSnapshot
 
 __all__ = ["Objects", "ParseCache", "build_snapshot"]
+
+log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 Objects = Mapping[str, Sequence[Obj]]  # resource (plural) -> its current objects
@@ -71,6 +83,37 @@ def _limit_ranges(objects: Sequence[Obj], cache: ParseCache) -> dict[str, tuple[
     return ranges
 
 
+def _usable(parsed: tuple[Hpa | Vpa | Ignored, tuple[str, ...]], obj: Obj) -> Hpa | Vpa | None:
+    """The autoscaler, or None; what was left out is logged once per object version (parses are cached)."""
+    scaler, left_out = parsed
+    namespace = (obj.get("metadata") or {}).get("namespace")
+    for reason in left_out:
+        log.debug("autoscalers: namespace %s: %s; that metric is ignored", namespace, reason)
+    if isinstance(scaler, Ignored):
+        log.debug("autoscalers: namespace %s: %s; ignored", namespace, scaler.reason)
+        return None
+    return scaler
+
+
+def _hpa(obj: Obj) -> Hpa | Vpa | None:
+    return _usable(parse_hpa(obj), obj)
+
+
+def _vpa(obj: Obj) -> Hpa | Vpa | None:
+    return _usable(parse_vpa(obj), obj)
+
+
+def _autoscalers(objects: Objects, cache: ParseCache) -> dict[str, NamespaceAutoscalers]:
+    """HPAs and VPAs by namespace and target; what cannot be used is left out (see `_usable`)."""
+    found: list[tuple[str, Hpa | Vpa]] = []
+    for resource, parse in (("horizontalpodautoscalers", _hpa), ("verticalpodautoscalers", _vpa)):
+        for obj in objects.get(resource, ()):
+            scaler = cache.get(resource, obj, parse)
+            if scaler is not None:
+                found.append((str(obj["metadata"].get("namespace") or ""), scaler))
+    return index_autoscalers(found)
+
+
 def build_snapshot(
     *,
     policies: PolicySet,
@@ -91,6 +134,7 @@ def build_snapshot(
         server_version=server_version,
         taken_at=taken_at,
         source=source,
+        autoscalers=_autoscalers(objects, parsed),
     )
     parsed.sweep()
     return snapshot

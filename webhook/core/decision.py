@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Decision", "Injection", "PatchOp"]
+__all__ = ["Decision", "Injection", "Note", "PatchOp"]
 
 PatchOp = dict[str, Any]  # one RFC 6902 operation: {"op": ..., "path": ..., "value": ...}
 
@@ -24,6 +24,17 @@ class Injection:
 
 
 @dataclass(frozen=True, slots=True)
+class Note:
+    """What pod-tailor deliberately left alone, and to whom (e.g. app: cpu, memory left to vpa web)."""
+
+    target: str  # container name
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.target}: {self.text}"
+
+
+@dataclass(frozen=True, slots=True)
 class Decision:
     """The engine's whole answer; `skipped` is set (with a reason) when the Pod was left alone."""
 
@@ -33,6 +44,7 @@ class Decision:
     skipped: str | None = None
     policy: str = "default"
     workload: str = field(default="")
+    notes: tuple[Note, ...] = ()  # in the annotation and the dry-run warnings, not a warning of its own
 
     @property
     def changed(self) -> bool:

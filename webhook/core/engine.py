@@ -10,9 +10,11 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from webhook.core.decision import Decision, Injection
+from webhook.core.decision import Decision, Injection, Note
 from webhook.core.explain import explanation
 from webhook.core.facts import ClusterFacts
+from webhook.core.headroom import hpa_warnings
+from webhook.core.holds import container_holds, deferral_notes
 from webhook.core.namespace import Mode, NamespaceSettings
 from webhook.core.patch import PatchBuilder
 from webhook.core.pod import (
@@ -27,7 +29,7 @@ from webhook.core.pod import (
     serving_port,
 )
 from webhook.core.podlimits import Withheld, has_pod_limits, withhold
-from webhook.core.policy import FEATURES, Policy
+from webhook.core.policy import FEATURES, LimitMode, Policy
 from webhook.core.probes import probe_container
 from webhook.core.profile import WorkloadProfiles
 from webhook.core.resources import size_container
@@ -97,14 +99,18 @@ def _tailor_checked(
     personal_grace = grace_set_by_person(pod)
     sleeps: list[int] = []
 
+    sizeable = [ref for ref in containers(pod) if ref.name not in opt_out.containers]
+    scalers = facts.around(pod, workload)
+    holds = {ref.name: container_holds(scalers, policy.autoscalers, ref) for ref in sizeable if scalers}
+
     def sized(ref: ContainerRef, *, into: PatchBuilder, held: Withheld) -> tuple[list[Injection], list[str]]:
         """The container's resource injections and warnings, with `held` not set (see `podlimits`)."""
         return size_container(
             ref, policy=policy, profile=profiles.get(ref.name), limit_ranges=facts.limit_ranges,
             limit_ranger_marks=marks, pod_level=pod_level, patch=into, withheld=held,
+            holds=holds.get(ref.name),
         )
 
-    sizeable = [ref for ref in containers(pod) if ref.name not in opt_out.containers]
     withheld: Withheld = frozenset()
     if "resources" in features and has_pod_limits(facts.limit_ranges):
         withheld, held_back = withhold(
@@ -115,12 +121,17 @@ def _tailor_checked(
             ],
         )
         warnings += held_back
+    notes: list[Note] = []
     for ref in sizeable:
         profile = profiles.get(ref.name)
         if "resources" in features:
-            added, notes = sized(ref, into=patch, held=withheld)
+            added, problems = sized(ref, into=patch, held=withheld)
             injections += added
-            warnings += notes
+            warnings += problems
+            if holds.get(ref.name):
+                kept = {r: h for r, h in holds[ref.name].items() if r not in pod_level}
+                limited = (r for r, rules in policy.resources.items() if rules.limit is not LimitMode.NONE)
+                notes += deferral_notes(ref, kept, limited=frozenset(limited))
         if ref.group != "containers" or not serving_pod or serving_port(ref.body) is None:
             continue
         if "probes" in features:
@@ -143,14 +154,18 @@ def _tailor_checked(
             injections.append(grace)
         if warning:
             warnings.append(warning)
+    if scalers.hpas:
+        warnings += hpa_warnings(scalers, pod=pod, injections=injections, profiles=profiles, policy=policy,
+                                 pod_level=pod_level)
     if not injections:
-        return Decision(warnings=tuple(warnings), policy=policy.name, workload=label)
+        return Decision(warnings=tuple(warnings), policy=policy.name, workload=label, notes=tuple(notes))
     previous = annotations.get(INJECTED_ANNOTATION)
     text = explanation(
         injections,
         policy=policy.name,
         workload=label,
         previous=previous if isinstance(previous, str) else None,
+        notes=notes,
     )
     patch.set(("metadata", "annotations", INJECTED_ANNOTATION), text)
     return Decision(
@@ -159,6 +174,7 @@ def _tailor_checked(
         warnings=tuple(warnings),
         policy=policy.name,
         workload=label,
+        notes=tuple(notes),
     )
 
 

@@ -10,15 +10,24 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from webhook.core.decision import Injection
+from webhook.core.decision import Injection, Note
 
 __all__ = ["explanation"]
 
 
-def explanation(injections: Iterable[Injection], *, policy: str, workload: str, previous: str | None) -> str:
+def explanation(
+    injections: Iterable[Injection],
+    *,
+    policy: str,
+    workload: str,
+    previous: str | None,
+    notes: Iterable[Note] = (),
+) -> str:
     by_target: dict[str, list[str]] = {}
     for injection in injections:
         by_target.setdefault(injection.target, []).append(injection.describe())
+    for note in notes:
+        by_target.setdefault(note.target, []).append(note.text)
     lines = [f"{target}: " + "; ".join(parts) for target, parts in by_target.items()]
     if previous:
         # A reinvocation added more: keep what the first pass explained.

@@ -1,4 +1,4 @@
-"""Cluster facts the engine may use: the API server's version and the namespace's LimitRanges."""
+"""Cluster facts the engine may use: the API server's version, the namespace's LimitRanges and autoscalers."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
+from webhook.core.autoscalers import Autoscalers, NamespaceAutoscalers, around
 from webhook.core.quantity import QuantityError, parse
+from webhook.core.workload import WorkloadKey
 
 __all__ = ["ClusterFacts", "LimitRangeItem", "limit_range_items", "parse_server_version", "ratio_breached"]
 
@@ -31,6 +33,11 @@ class ClusterFacts:
 
     server_version: tuple[int, int] | None = None
     limit_ranges: tuple[LimitRangeItem, ...] = ()
+    autoscalers: NamespaceAutoscalers = field(default_factory=dict)  # HPAs and VPAs by target
+
+    def around(self, pod: Mapping[str, Any], workload: WorkloadKey | None) -> Autoscalers:
+        """The HPAs and VPAs that target the workload of `pod` (see `webhook.core.autoscalers`)."""
+        return around(self.autoscalers, pod, workload)
 
     def supports_native_sleep(self) -> bool | None:
         """`lifecycle.preStop.sleep` is on by default from 1.30; None when the version is unknown."""

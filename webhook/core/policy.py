@@ -12,6 +12,7 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Any, TypeVar
 
+from webhook.core.holds import AutoscalerPolicy, autoscaler_policy
 from webhook.core.quantity import QuantityError, parse
 
 __all__ = [
@@ -92,6 +93,7 @@ class Policy:
     when_version_unknown: VersionUnknown
     allow_exec: bool
     drain_seconds: int
+    autoscalers: AutoscalerPolicy  # the HPA/VPA rule and the step limit (webhook.core.holds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,7 +212,9 @@ def _probe(reader: _Reader, *, readiness: bool) -> ProbeShape:
 
 
 def _policy(name: str, reader: _Reader) -> Policy:
-    reader.only("features", "resources", "limitRanger", "profiles", "probes", "preStop", "drainSeconds")
+    reader.only(
+        "features", "resources", "limitRanger", "profiles", "probes", "preStop", "drainSeconds", "autoscalers"
+    )
     features = reader.child("features").only(*FEATURES)
     resources = reader.child("resources")
     unknown = set(resources.data) - set(MANAGED_RESOURCES)
@@ -239,6 +243,7 @@ def _policy(name: str, reader: _Reader) -> Policy:
         when_version_unknown=pre_stop.choice("whenVersionUnknown", VersionUnknown),
         allow_exec=pre_stop.boolean("allowExec"),
         drain_seconds=reader.integer("drainSeconds", high=86_400),
+        autoscalers=autoscaler_policy(reader.child("autoscalers")),
     )
 
 

@@ -14,6 +14,8 @@ __all__ = [
     "NoRecommendation",
     "ProfileIndex",
     "Recommendation",
+    "TrailPoint",
+    "UsageTotals",
     "WorkloadProfiles",
 ]
 
@@ -32,6 +34,28 @@ class Evidence:
 
 
 @dataclass(frozen=True, slots=True)
+class UsageTotals:
+    """The peak of one container's usage summed over all Pods of its workload (cores, bytes).
+
+    What an HPA's headroom is judged against: per-Pod history says nothing about how much the
+    workload as a whole needed at its busiest.
+    """
+
+    cpu: Decimal | None = None
+    memory: Decimal | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TrailPoint:
+    """What an earlier build recommended (for the step limit, `webhook.core.steady`)."""
+
+    at: float  # the build's time (unix s)
+    cpu: Decimal
+    memory: Decimal
+    oom: bool = False  # that build had seen an OOM kill
+
+
+@dataclass(frozen=True, slots=True)
 class Recommendation:
     """Requests sized from history: cpu in cores, memory in bytes (both Decimal)."""
 
@@ -40,6 +64,9 @@ class Recommendation:
     evidence: Evidence
     startup_cpu: Decimal | None = None  # peak cores in the first minutes of a container's life
     startup_seconds: float | None = None  # how long the start-up phase lasted
+    totals: UsageTotals | None = None  # the workload's peak total usage of this container
+    built_at: float | None = None  # when this recommendation was built (unix s); None: unknown
+    trail: tuple[TrailPoint, ...] = ()  # earlier builds' recommendations, oldest first, one a day
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,11 +13,13 @@ from typing import Any
 
 from webhook.core.decision import Injection
 from webhook.core.facts import LimitRangeItem, ratio_breached
+from webhook.core.holds import Hold
 from webhook.core.patch import PatchBuilder
 from webhook.core.pod import ContainerRef
 from webhook.core.policy import LimitMode, LimitRangerMode, Policy, ResourcePolicy
 from webhook.core.profile import ContainerProfile, Recommendation
 from webhook.core.quantity import QuantityError, parse, render
+from webhook.core.steady import steadied
 
 __all__ = ["Bounds", "container_bounds", "size_container", "usable_recommendation"]
 
@@ -98,12 +100,20 @@ class _Candidate:
 
 
 def _candidate(
-    resource: str, *, rules: ResourcePolicy, policy: Policy, profile: ContainerProfile | None
+    resource: str,
+    *,
+    rules: ResourcePolicy,
+    policy: Policy,
+    profile: ContainerProfile | None,
+    hold: Hold | None = None,
 ) -> _Candidate:
     rec = usable_recommendation(profile, policy)
+    if hold is not None:  # an HPA scales on this resource's utilization: history measures the request
+        return _Candidate(rules.request, f'from policy "{policy.name}"; {hold.reason}', False)
     if rec is not None and resource in ("cpu", "memory"):
-        value = rec.cpu if resource == "cpu" else rec.memory
-        return _Candidate(value, _profile_source(resource, rec), True)
+        steady = steadied(rec, resource, policy.autoscalers.steps)
+        source = _profile_source(resource, rec)
+        return _Candidate(steady.value, f"{steady.note(resource)}; {source}" if steady.held else source, True)
     return _Candidate(rules.request, _fallback_source(policy, profile, False), False)
 
 
@@ -121,16 +131,19 @@ def size_container(
     pod_level: frozenset[str],
     patch: PatchBuilder,
     withheld: frozenset[tuple[str, str]] = frozenset(),
+    holds: Mapping[str, Hold] | None = None,
 ) -> tuple[list[Injection], list[str]]:
     """Fill what is missing in one container's requests and limits; returns injections and warnings.
 
     `withheld` holds (resource, "limits") or (resource, "all"): what must not be added (see `podlimits`).
+    `holds` (resource -> Hold, see `webhook.core.holds`): left to a VPA, or not sized from history.
     """
     injections: list[Injection] = []
     warnings: list[str] = []
     resources: Mapping[str, Any] = ref.body.get("resources") or {}
     for resource, rules in policy.resources.items():
-        if resource in pod_level or (resource, "all") in withheld:
+        hold = (holds or {}).get(resource)
+        if resource in pod_level or (resource, "all") in withheld or (hold is not None and hold.defer):
             continue
         request, bad_request = _read(resources.get("requests"), resource)
         limit, bad_limit = _read(resources.get("limits"), resource)
@@ -139,7 +152,7 @@ def size_container(
                 f"{ref.name}: {resource} value {bad_request or bad_limit!r} unreadable; left alone"
             )
             continue
-        candidate = _candidate(resource, rules=rules, policy=policy, profile=profile)
+        candidate = _candidate(resource, rules=rules, policy=policy, profile=profile, hold=hold)
         replaceable = _may_replace(policy.limit_ranger, from_profile=candidate.from_profile)
         request_is_ours = request is None or (
             replaceable and (ref.name, "request", resource) in limit_ranger_marks
@@ -172,6 +185,13 @@ def size_container(
             if limit_is_ours
             else (None, "")
         )
+        if hold is not None and new_limit is not None:
+            # The request is not history's, but a limit below what history saw would kill or throttle.
+            need = _need(resource, profile, policy)
+            if need is not None and new_limit < need:
+                warnings.append(f"{ref.name}: {resource} limit not set: {render(resource, new_limit)} is "
+                                f"below the {render(resource, need)} history says it uses ({hold.by})")
+                new_limit = None
         base = (*ref.path, "resources")
         if request_is_ours and new_request != request:
             patch.set((*base, "requests", resource), render(resource, new_request))
@@ -189,6 +209,14 @@ def size_container(
                 Injection(ref.name, f"limits.{resource}", render(resource, new_limit), limit_note)
             )
     return injections, warnings
+
+
+def _need(resource: str, profile: ContainerProfile | None, policy: Policy) -> Decimal | None:
+    """What history says the container uses, when a hold kept it out of the request."""
+    rec = usable_recommendation(profile, policy)
+    if rec is None or resource not in ("cpu", "memory"):
+        return None
+    return rec.cpu if resource == "cpu" else rec.memory
 
 
 def _bounded_request(

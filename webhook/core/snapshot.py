@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from webhook.core.autoscalers import NamespaceAutoscalers
 from webhook.core.facts import ClusterFacts, LimitRangeItem
 from webhook.core.namespace import Mode, NamespaceSettings, namespace_settings
 from webhook.core.policy import PolicySet
@@ -19,11 +20,12 @@ from webhook.core.workload import WorkloadKey
 __all__ = ["EMPTY_PROFILES", "ClusterSnapshot", "ProfileSnapshot"]
 
 _EMPTY: Mapping[str, object] = MappingProxyType({})
+_NO_AUTOSCALERS: NamespaceAutoscalers = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
 class ClusterSnapshot:
-    """Policies, namespace labels, LimitRanges and the server version, as of `taken_at` (epoch s)."""
+    """Policies, namespace labels, LimitRanges, autoscalers and the server version, as of `taken_at`."""
 
     policies: PolicySet
     default_mode: Mode = Mode.ENFORCE  # for namespaces not (yet) known
@@ -32,6 +34,7 @@ class ClusterSnapshot:
     server_version: tuple[int, int] | None = None
     taken_at: float = 0.0
     source: str = "embedded defaults"
+    autoscalers: Mapping[str, NamespaceAutoscalers] = field(default_factory=dict)  # by namespace
 
     def settings_for(self, namespace: str) -> NamespaceSettings:
         labels = None if self.namespaces is None else self.namespaces.get(namespace)
@@ -39,7 +42,9 @@ class ClusterSnapshot:
 
     def facts_for(self, namespace: str) -> ClusterFacts:
         return ClusterFacts(
-            server_version=self.server_version, limit_ranges=self.limit_ranges.get(namespace, ())
+            server_version=self.server_version,
+            limit_ranges=self.limit_ranges.get(namespace, ()),
+            autoscalers=self.autoscalers.get(namespace, _NO_AUTOSCALERS),
         )
 
 

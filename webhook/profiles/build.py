@@ -41,6 +41,7 @@ from webhook.profiles.slices import (
 )
 from webhook.profiles.store import ProfileDocument, WorkloadEntry
 from webhook.profiles.strategy import ContainerHistory, SeriesStats, StrategySettings, recommend
+from webhook.profiles.totals import attach_totals, fetch_totals
 
 __all__ = ["BuildResult", "BuildSettings", "IncrementalBuild", "build_profiles"]
 
@@ -361,6 +362,9 @@ def build_profiles(
         owners_f = pool.submit(prom.instant, queries.owners_query(ns, span=window), at=end)
         oom_f = pool.submit(prom.instant, queries.oom_kills(ns, span=window), at=end)
         requests_f = pool.submit(prom.instant, queries.requests_query(ns, span=window), at=end)
+        totals_f = pool.submit(fetch_totals, prom, namespaces=ns, window=window, step=collector.step,
+                               rate_window=collector.rate, end=end, recorded=settings.cpu_rate_metric,
+                               progress=progress)
         # The scrape interval and the live series size the big passes: asked first, it is one small query.
         sizes = {s.labels.get("stat"): s.value for s in prom.instant(queries.scrape_interval(ns), at=end)}
         per_hour, live = sizes.get("per_hour", 0.0), sizes.get("series", 0.0)
@@ -418,6 +422,7 @@ def build_profiles(
         latest = max(sids, key=lambda sid: max(s.last for s in each[sid]))
         if requests.get(latest):
             current[key][container] = requests[latest]
+    attach_totals(containers, totals_f.result(), owners=owners, series=stats)
     workloads = {
         key: WorkloadEntry(dict(profiles), dict(current.get(key, {})))
         for key, profiles in containers.items()

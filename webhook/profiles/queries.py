@@ -22,6 +22,7 @@ __all__ = [
     "requests_query",
     "selector",
     "stat_label",
+    "usage_totals",
 ]
 
 CPU_METRIC = "container_cpu_usage_seconds_total"
@@ -258,3 +259,33 @@ def scoped(query: str, matchers: str) -> str:
             elif word not in _KEYWORDS and upcoming not in ("(", "{"):
                 out.append("{" + matchers + "}")
     return "".join(out)
+
+
+GROUP_LABEL = "pod_tailor_group"
+POD_SUFFIX = "(.+)-[^-]+"  # a Pod's name without its own last part: its controller's name
+TEMPLATE_HASH = "(.+)-[bcdfghjklmnpqrstvwxz2456789]{6,10}"  # ...and a ReplicaSet's without its hash
+
+
+def usage_totals(
+    namespaces: Sequence[str], *, span: int, step: int, rate_window: int, recorded: str | None = None
+) -> str:
+    """Per namespace, Pod group and container: the peak over `span` of the usage summed over the Pods.
+
+    Pods are summed at each step by their name without the random suffix and a template hash
+    (`web-7d4b9c8f6-x7k2p` -> `web`, `db-1` -> `db`), so the ReplicaSets of one Deployment add up
+    during a rollout; the build maps each group to the workload of its Pods (`webhook.profiles.totals`).
+    A subquery at `step` (coarser than the usage passes: a peak of the whole, not a percentile).
+    """
+    sub = f"[{promql_duration(span)}:{promql_duration(step)}]"
+    by = f"namespace, {GROUP_LABEL}, container"
+
+    def grouped(expression: str) -> str:
+        named = f'label_replace({expression}, "{GROUP_LABEL}", "$1", "pod", "{POD_SUFFIX}")'
+        return f'label_replace({named}, "{GROUP_LABEL}", "$1", "{GROUP_LABEL}", "{TEMPLATE_HASH}")'
+
+    cpu = cpu_usage(namespaces, rate_window=rate_window, recorded=recorded)
+    memory = selector(MEMORY_METRIC, namespaces)
+    return _union(
+        stat_label(f"max_over_time(sum by ({by}) ({grouped(usage)}){sub})", stat)
+        for stat, usage in (("cpu", cpu), ("memory", memory))
+    )

@@ -20,6 +20,7 @@ from webhook.profiles.preflight import check_connection
 from webhook.profiles.prometheus import PrometheusError
 from webhook.profiles.queries import duration
 from webhook.profiles.store import FileStore, ProfileDocument, ProfileStore, StoreError
+from webhook.profiles.trail import TrailingStore
 
 __all__ = ["BuildRun", "Counts", "build_once", "counts", "open_store"]
 
@@ -28,16 +29,17 @@ def open_store(
     *, path: Path | None = None, kubernetes: bool = False, namespace: str = "pod-tailor",
     kubeconfig: str | None = None,
 ) -> ProfileStore:
-    """The file store (default location unless `path`), or the ConfigMap store in `namespace`."""
+    """The file store (default location unless `path`), or the ConfigMap store in `namespace`; both
+    carry the step limit's trails on every write (`trail.TrailingStore`)."""
     if not kubernetes:
-        return FileStore(path)
+        return TrailingStore(FileStore(path))
     from webhook.cluster.config import discover
     from webhook.profiles.kubestore import KubeStore
 
     found = discover(kubeconfig=kubeconfig)
     if found.config is None:
         raise StoreError(f"no Kubernetes API for the profile store: {found.reason}")
-    return KubeStore(found.config.api_client, namespace=namespace)
+    return TrailingStore(KubeStore(found.config.api_client, namespace=namespace))
 
 
 @dataclass(frozen=True, slots=True)

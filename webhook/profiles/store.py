@@ -23,6 +23,7 @@ from webhook.core.profile import ContainerProfile, Evidence, NoRecommendation, R
 from webhook.core.quantity import QuantityError, parse, render, render_bytes, render_cpu
 from webhook.core.snapshot import ProfileSnapshot
 from webhook.core.workload import WorkloadKey
+from webhook.profiles.recorded import RecordedError, decode_recorded, encode_recorded
 
 __all__ = [
     "FORMAT_VERSION",
@@ -137,7 +138,7 @@ def _encode_profile(profile: ContainerProfile) -> dict[str, Any]:
         out["startupCpu"] = render_cpu(profile.startup_cpu)
     if profile.startup_seconds is not None:
         out["startupSeconds"] = round(profile.startup_seconds, 1)
-    return out
+    return out | encode_recorded(profile)
 
 
 def _decode_profile(data: Any, where: str) -> ContainerProfile:
@@ -164,8 +165,9 @@ def _decode_profile(data: Any, where: str) -> ContainerProfile:
             evidence=evidence,
             startup_cpu=None if startup_cpu is None else parse(startup_cpu),
             startup_seconds=None if startup_seconds is None else float(startup_seconds),
+            **decode_recorded(data),
         )
-    except (KeyError, TypeError, ValueError, QuantityError) as exc:
+    except (KeyError, TypeError, ValueError, QuantityError, RecordedError) as exc:
         raise StoreError(f"{where}: {type(exc).__name__}: {exc}") from None
 
 

@@ -170,7 +170,9 @@ class ClusterRefresher:
         while not self._stop.wait(self.settings.resync_seconds):
             before = self.server_version
             self._read_version()
-            if self.synced and all(w.connected for w in self._watched.values()):
+            # An optional resource that is not served (no CRD) has no watch to be connected: its data,
+            # none, is as current as its last try.
+            if self.synced and all(w.connected or not w.served for w in self._watched.values()):
                 self.fresh_at = time.time()
                 self._rebuild(touch=False)
             elif before != self.server_version:

@@ -1,0 +1,115 @@
+"""The workload's peak total usage per container, read from a real Prometheus, equals the replayed data.
+
+The synthetic history is replayed here the way Prometheus evaluates the totals query: at every
+5-minute step T, the CPU rate over the last two samples (the one at T - 150 s is the usage designed
+for that interval) and the memory sample at T - 150 s, summed over the workload's Pods alive then.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from decimal import Decimal
+
+import pytest
+import scenarios
+from conftest import History
+from synthetic import pod_times
+
+from tests.autoscalers.kit import recommendation
+from webhook.core.profile import ContainerProfile, Recommendation
+from webhook.core.workload import WorkloadKey
+from webhook.profiles.build import BuildResult
+from webhook.profiles.identity import Owners
+from webhook.profiles.totals import attach_totals, group_of
+
+HALF = scenarios.STEP // 2
+
+
+def replayed() -> dict[tuple[str, str], tuple[float, float]]:
+    """(workload, container) -> (peak total cores, peak total bytes) over the build's window."""
+    cpu: dict[tuple[str, str], dict[int, float]] = defaultdict(lambda: defaultdict(float))
+    memory: dict[tuple[str, str], dict[int, float]] = defaultdict(lambda: defaultdict(float))
+    for wl in scenarios.workloads():
+        key = f"{wl.namespace}/{wl.kind}/{wl.name}"
+        for index, pod in enumerate(wl.pods):
+            for k, t in enumerate(pod_times(pod, scenarios.STEP)):
+                at = t + HALF  # the evaluation step that reads this sample as its latest
+                if not scenarios.START < at <= scenarios.END:
+                    continue
+                for container, shape in wl.containers.items():
+                    cores, used = shape(k + index * 7919, t, t - pod.start)
+                    memory[(key, container)][at] += used
+                    if k:  # a rate needs the sample before
+                        cpu[(key, container)][at] += cores
+    return {
+        found: (max(cpu[found].values(), default=0.0), max(memory[found].values())) for found in memory
+    }
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "container"),
+    [
+        ("Deployment", "steady", "app"),
+        ("Deployment", "diurnal", "app"),
+        ("Deployment", "jvm", "app"),
+        ("Deployment", "checkout", "app"),
+        ("Deployment", "checkout", "envoy"),
+        ("StatefulSet", "db", "postgres"),
+        ("CronJob", "nightly", "job"),
+    ],
+)
+def test_the_peak_total_is_the_peak_of_the_pods_summed_at_each_step(
+    history: History, built: BuildResult, kind: str, name: str, container: str
+) -> None:
+    profile = built.document.workloads[WorkloadKey("shop", kind, name)].containers[container]
+    assert isinstance(profile, Recommendation)
+    assert profile.totals is not None
+    cores, used = replayed()[(f"shop/{kind}/{name}", container)]
+    assert profile.totals.cpu is not None
+    assert profile.totals.memory is not None
+    assert abs(float(profile.totals.cpu) - cores) <= 0.002, (profile.totals.cpu, cores)
+    assert abs(float(profile.totals.memory) - used) <= 16, (profile.totals.memory, used)
+
+
+def test_replicas_add_up_and_a_rollouts_replicasets_add_up_too(built: BuildResult) -> None:
+    def totals(name: str) -> Decimal:
+        profile = built.document.workloads[WorkloadKey("shop", "Deployment", name)].containers["app"]
+        assert isinstance(profile, Recommendation)
+        assert profile.totals is not None
+        assert profile.totals.cpu is not None
+        return profile.totals.cpu
+
+    assert totals("steady") > Decimal("0.4")  # two replicas of 0.2-0.25 cores
+    assert totals("checkout") > Decimal("3.2")  # four replicas of up to 1.2 cores, across ReplicaSets
+
+
+class TestGroups:
+    @pytest.mark.parametrize(
+        ("pod", "group"),
+        [
+            ("web-7d4b9c8f6-x7k2p", "web"),
+            ("web-api-7d4b9c8f6d-x7k2p", "web-api"),
+            ("db-1", "db"),
+            ("agent-x7k2p", "agent"),
+            ("nightly-29512345-b2n4q", "nightly-29512345"),
+            ("lonely", ""),
+        ],
+    )
+    def test_a_pod_is_summed_with_its_siblings_by_its_name(self, pod: str, group: str) -> None:
+        assert group_of(pod) == group
+
+    def test_a_group_whose_pods_belong_to_two_workloads_gets_no_totals(self) -> None:
+        containers: dict[WorkloadKey, dict[str, ContainerProfile]] = {
+            WorkloadKey("ns", "StatefulSet", "web"): {"app": recommendation()},
+            WorkloadKey("ns", "Deployment", "web"): {"app": recommendation()},
+            WorkloadKey("ns", "StatefulSet", "db"): {"app": recommendation()},
+        }
+        series = [("ns", "web-0", "app"), ("ns", "web-7d4b9c8f6-x7k2p", "app"), ("ns", "db-0", "app")]
+        peaks = {("ns", "web", "app"): {"cpu": 3.0}, ("ns", "db", "app"): {"cpu": 1.0, "memory": 2.0**30}}
+        attach_totals(containers, peaks, owners=Owners(), series=series)
+        assert all(p.totals is None for key, c in containers.items() if key.name == "web" for p in c.values()
+                   if isinstance(p, Recommendation))
+        db = containers[WorkloadKey("ns", "StatefulSet", "db")]["app"]
+        assert isinstance(db, Recommendation)
+        assert db.totals is not None
+        assert (db.totals.cpu, db.totals.memory) == (Decimal(1), Decimal(2**30))

@@ -1,0 +1,117 @@
+"""The workload's total usage peak per container (summed over its Pods): what an HPA's headroom needs.
+
+Per-Pod history says how big one Pod should be; whether an HPA can carry the workload at its busiest
+(`webhook.core.headroom`) needs the whole: the peak of the usage of all its Pods added up at the same
+moment. Prometheus adds the Pods up by a group label made from their names (one query, sliced like
+the big passes when it is refused for loading too many samples); each group is then mapped to the
+workload of its Pods through the build's own identity (`Owners.workload`), so the totals land on
+exactly the keys the profiles use. A group whose Pods belong to several workloads is left out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterable, MutableMapping
+from decimal import Decimal
+
+from webhook.core.profile import ContainerProfile, Recommendation, UsageTotals
+from webhook.core.workload import WorkloadKey
+from webhook.profiles import queries
+from webhook.profiles.identity import Owners
+from webhook.profiles.prometheus import Prometheus, PrometheusError, TooManySamplesError
+from webhook.profiles.slices import SeriesId
+from webhook.profiles.strategy import round_up
+
+__all__ = ["STEP", "Peaks", "attach_totals", "fetch_totals", "group_of"]
+
+STEP = 300  # the totals' resolution at least: a peak of the whole moves slowly, and each step costs a pass
+_MIN_SPAN = 3600
+_POD_SUFFIX, _TEMPLATE_HASH = re.compile(queries.POD_SUFFIX), re.compile(queries.TEMPLATE_HASH)
+Peaks = dict[tuple[str, str, str], dict[str, float]]  # (namespace, group, container) -> stat -> peak
+
+
+def group_of(pod: str) -> str:
+    """The group Prometheus sums a Pod into (`queries.usage_totals`; both regexes are anchored there)."""
+    found = _POD_SUFFIX.fullmatch(pod)
+    group = found[1] if found else ""
+    unhashed = _TEMPLATE_HASH.fullmatch(group)
+    return unhashed[1] if unhashed else group
+
+
+def fetch_totals(
+    prom: Prometheus,
+    *,
+    namespaces: tuple[str, ...],
+    window: int,
+    step: int,
+    rate_window: int,
+    end: float,
+    recorded: str | None = None,
+    progress: Callable[[str], None] = lambda _: None,
+) -> Peaks:
+    """The peak totals over the window; empty (and said) if Prometheus cannot answer: they only add a
+    warning at admission, so a build never fails for them."""
+    step = max(step, STEP)
+    peaks: Peaks = defaultdict(dict)
+
+    def ask(lo: float, hi: float) -> None:
+        span = round(hi - lo)
+        query = queries.usage_totals(
+            namespaces, span=span, step=step, rate_window=rate_window, recorded=recorded
+        )
+        try:
+            answer = prom.instant(query, at=hi)
+        except TooManySamplesError:
+            if span <= _MIN_SPAN:
+                raise
+            middle = lo + (span // 2 // step) * step
+            ask(lo, middle)
+            ask(middle, hi)
+            return
+        for sample in answer:
+            labels = sample.labels
+            group = labels.get(queries.GROUP_LABEL, "")
+            key = (labels.get("namespace", ""), group, labels.get("container", ""))
+            stat = labels.get("stat", "")
+            if key[0] and key[2] and stat in ("cpu", "memory"):
+                peaks[key][stat] = max(peaks[key].get(stat, 0.0), sample.value)
+
+    try:
+        ask(end - window, end)
+    except PrometheusError as exc:
+        progress(f"  workload totals not read ({exc}); the HPA headroom check has no data this build")
+        return {}
+    progress(f"  workload totals: {len(peaks)} group containers")
+    return dict(peaks)
+
+
+def attach_totals(
+    containers: MutableMapping[WorkloadKey, dict[str, ContainerProfile]],
+    peaks: Peaks,
+    *,
+    owners: Owners,
+    series: Iterable[SeriesId],
+) -> None:
+    """Set `Recommendation.totals` from `peaks` for every container whose group maps to one workload."""
+    workloads: dict[tuple[str, str], set[WorkloadKey]] = defaultdict(set)
+    for namespace, pod, _ in series:
+        workloads[(namespace, group_of(pod))].add(owners.workload(namespace, pod))
+    found: dict[tuple[WorkloadKey, str], dict[str, float]] = defaultdict(dict)
+    for (namespace, group, container), stats in peaks.items():
+        keys = workloads.get((namespace, group), set())
+        if len(keys) != 1:
+            continue
+        (key,) = keys
+        for stat, value in stats.items():  # a CronJob's Jobs are separate groups: the busiest counts
+            found[(key, container)][stat] = max(found[(key, container)].get(stat, 0.0), value)
+    for key, profiles in containers.items():
+        for name, profile in profiles.items():
+            peak = found.get((key, name))
+            if peak and isinstance(profile, Recommendation):
+                totals = UsageTotals(
+                    cpu=round_up(peak["cpu"], Decimal("0.001"), Decimal(0)) if "cpu" in peak else None,
+                    memory=round_up(peak["memory"], Decimal(1), Decimal(0)) if "memory" in peak else None,
+                )
+                profiles[name] = dataclasses.replace(profile, totals=totals)
