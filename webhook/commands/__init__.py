@@ -22,6 +22,7 @@ COMMANDS = (
     "webhook.commands.profiles",
     "webhook.commands.recommend",
     "webhook.commands.certs",
+    "webhook.commands.report",
 )
 
 

@@ -20,7 +20,10 @@ __all__ = ["add_build_options", "add_store_options", "build_run", "build_setting
 
 def add_store_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("store")
-    group.add_argument("--store", type=Path, help="profile store file (default: the shared default location)")
+    group.add_argument(
+        "--store", "--profiles-path", dest="store", type=Path,
+        help="profile store file (default: the shared default location)",
+    )
     group.add_argument(
         "--kubernetes", action="store_true", help="use ConfigMaps in --store-namespace instead of a file"
     )

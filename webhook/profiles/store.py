@@ -34,6 +34,7 @@ __all__ = [
     "decode_document",
     "default_store_path",
     "encode_document",
+    "encode_profile",
     "load_snapshot",
     "merge_documents",
     "replace_scope",
@@ -296,3 +297,6 @@ def load_snapshot(path: Path | None = None) -> ProfileSnapshot:
     if not store.exists():
         return ProfileSnapshot(profiles={}, taken_at=0.0, source=f"none (no profiles at {store.path})")
     return store.read().snapshot(origin=store.describe())
+
+
+encode_profile = _encode_profile  # one container profile in the store's JSON form (the report shows it)
