@@ -47,21 +47,41 @@ def register(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("-f", "--filename", action="append", default=[],
-                        help="manifest file or directory (recursive), - for stdin; repeatable"
-                        " [default: the cluster]")
-    parser.add_argument("-n", dest="namespace", action="append", default=[],
-                        help="only this namespace (repeatable; same as --namespace)")
-    parser.add_argument("-A", "--all-namespaces", action="store_true",
-                        help="every namespace, as if each were labelled pod-tailor.io/mode=enforce")
+    parser.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        default=[],
+        help="manifest file or directory (recursive), - for stdin; repeatable [default: the cluster]",
+    )
+    parser.add_argument(
+        "-n",
+        dest="namespace",
+        action="append",
+        default=[],
+        help="only this namespace (repeatable; same as --namespace)",
+    )
+    parser.add_argument(
+        "-A",
+        "--all-namespaces",
+        action="store_true",
+        help="every namespace, as if each were labelled pod-tailor.io/mode=enforce",
+    )
     parser.add_argument("-o", "--output", default="table", help=f"{', '.join(FORMATS)} [table]")
     parser.add_argument("--output-file", type=Path, help="write the report here instead of stdout")
-    parser.add_argument("--policy-file", type=Path,
-                        help="policy YAML [default: the cluster's policy ConfigMap, else the bundled policy]")
-    parser.add_argument("--policy-configmap", default="pod-tailor-policy",
-                        help="the policy ConfigMap in --store-namespace [pod-tailor-policy]")
-    parser.add_argument("--server-version", metavar="1.N",
-                        help="Kubernetes version for -f (default: unknown)")
+    parser.add_argument(
+        "--policy-file",
+        type=Path,
+        help="policy YAML [default: the cluster's policy ConfigMap, else the bundled policy]",
+    )
+    parser.add_argument(
+        "--policy-configmap",
+        default="pod-tailor-policy",
+        help="the policy ConfigMap in --store-namespace [pod-tailor-policy]",
+    )
+    parser.add_argument(
+        "--server-version", metavar="1.N", help="Kubernetes version for -f (default: unknown)"
+    )
     parser.add_argument("--exit-code", action="store_true", help="exit 3 when anything would change")
     add_build_options(parser)
     add_store_options(parser)
@@ -76,7 +96,8 @@ def render(report: Report, output: str, *, width: int | None = None) -> str:
     if output == "html":
         from webhook.report.html import render_html
 
-        return render_html(report)
+        html: str = render_html(report)
+        return html
     from webhook.report import document
 
     renderers = {"json": document.render_json, "yaml": document.render_yaml, "csv": document.render_csv}
@@ -118,25 +139,44 @@ def _offline(args: argparse.Namespace, usage: Usage, progress: Progress) -> Repo
     if args.namespace and namespace is None:
         items = [item for item in items if item.namespace in args.namespace]
     cluster = ClusterSnapshot(
-        policies=_policies(args) or bundled_policies(), server_version=_version(args.server_version),
-        taken_at=time.time(), source="manifests",
+        policies=_policies(args) or bundled_policies(),
+        server_version=_version(args.server_version),
+        taken_at=time.time(),
+        source="manifests",
     )
     problems = [*problems, *([usage.problem] if usage.problem else [])]
-    return build_report(items, cluster=cluster, profiles=usage.snapshot, progress=progress,
-                        source="manifests " + ", ".join(args.filename), problems=problems)
+    return build_report(
+        items,
+        cluster=cluster,
+        profiles=usage.snapshot,
+        progress=progress,
+        source="manifests " + ", ".join(args.filename),
+        problems=problems,
+    )
 
 
 def _live(args: argparse.Namespace, usage: Usage, progress: Progress) -> Report:
     from webhook.report.live import read_cluster
 
     view = read_cluster(
-        kubeconfig=args.kubeconfig, namespaces=tuple(args.namespace), all_namespaces=args.all_namespaces,
-        own_namespace=args.store_namespace, policy_configmap=args.policy_configmap, policies=_policies(args),
+        kubeconfig=args.kubeconfig,
+        namespaces=tuple(args.namespace),
+        all_namespaces=args.all_namespaces,
+        own_namespace=args.store_namespace,
+        policy_configmap=args.policy_configmap,
+        policies=_policies(args),
         progress=progress,
     )
     problems = [*view.problems, *([usage.problem] if usage.problem else [])]
-    return build_report(view.workloads, cluster=view.cluster, profiles=usage.snapshot, progress=progress,
-                        source=view.source, assume_opted_in=args.all_namespaces, problems=problems)
+    return build_report(
+        view.workloads,
+        cluster=view.cluster,
+        profiles=usage.snapshot,
+        progress=progress,
+        source=view.source,
+        assume_opted_in=args.all_namespaces,
+        problems=problems,
+    )
 
 
 def _main(args: argparse.Namespace) -> int:

@@ -77,6 +77,9 @@ def controller_pod(source: PodSource, *, namespace: str | None) -> dict[str, Any
         if kind == "Deployment":
             labels["pod-template-hash"] = hashed
             owner, generate = _owner("apps/v1", "ReplicaSet", f"{name}-{hashed}"), f"{name}-{hashed}-"
+        elif kind == "Rollout":  # Argo Rollouts own ReplicaSets too, with their own hash label
+            labels["rollouts-pod-template-hash"] = hashed
+            owner, generate = _owner("apps/v1", "ReplicaSet", f"{name}-{hashed}"), f"{name}-{hashed}-"
         elif kind == "CronJob":
             job = f"{name}-28000000"
             labels |= {"batch.kubernetes.io/job-name": job, "job-name": job}

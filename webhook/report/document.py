@@ -63,8 +63,12 @@ def _origin(origin: Origin) -> dict[str, Any]:
     out: dict[str, Any] = {"from": origin.kind}
     if origin.detail:
         out["detail"] = origin.detail
-    for key, value in (("confidence", origin.confidence), ("samples", origin.samples),
-                       ("hours", origin.hours), ("window", origin.window)):
+    for key, value in (
+        ("confidence", origin.confidence),
+        ("samples", origin.samples),
+        ("hours", origin.hours),
+        ("window", origin.window),
+    ):
         if value is not None:
             out[key] = value
     return out

@@ -106,8 +106,10 @@ def _totals_rows(report: Report, *, wide: bool) -> tuple[list[Column], list[list
                  _ratio(t.without_requests, t.containers), _ratio(t.without_readiness, t.serving),
                  _ratio(t.without_pre_stop, t.serving)]  # fmt: skip
         if wide:
-            cells += [_change("cpu", t.limits_now.get("cpu"), t.limits_after.get("cpu")),
-                      _change("memory", t.limits_now.get("memory"), t.limits_after.get("memory"))]
+            cells += [
+                _change("cpu", t.limits_now.get("cpu"), t.limits_after.get("cpu")),
+                _change("memory", t.limits_now.get("memory"), t.limits_after.get("memory")),
+            ]
         return cells
 
     modes, policies = report.modes, report.policies
