@@ -134,7 +134,7 @@ class TestOrigins:
 
 class TestTheApiServersStepsBeforeTheWebhook:
     def test_limitranger_defaults_are_filled_and_named_as_limitranger_names_them(self) -> None:
-        pod = {
+        pod: dict[str, Any] = {
             "metadata": {},
             "spec": {
                 "initContainers": [{"name": "init"}],
