@@ -29,6 +29,7 @@ from webhook.core.snapshot import ClusterSnapshot
 from webhook.offline.sources import SourceError
 from webhook.profiles.store import StoreError
 from webhook.report.collect import read_manifests
+from webhook.report.live import ClusterError, read_cluster
 from webhook.report.model import Report
 from webhook.report.pipeline import build_report
 from webhook.report.progress import Progress
@@ -156,8 +157,6 @@ def _offline(args: argparse.Namespace, usage: Usage, progress: Progress) -> Repo
 
 
 def _live(args: argparse.Namespace, usage: Usage, progress: Progress) -> Report:
-    from webhook.report.live import read_cluster
-
     view = read_cluster(
         kubeconfig=args.kubeconfig,
         namespaces=tuple(args.namespace),
@@ -186,7 +185,7 @@ def _main(args: argparse.Namespace) -> int:
     try:
         usage = _usage(args, progress)
         report = _offline(args, usage, progress) if args.filename else _live(args, usage, progress)
-    except (SourceError, PolicyError) as exc:
+    except (SourceError, PolicyError, ClusterError) as exc:
         progress.done()
         return _fail(str(exc))
     progress.done()
