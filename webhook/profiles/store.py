@@ -23,6 +23,7 @@ from webhook.core.profile import ContainerProfile, Evidence, NoRecommendation, R
 from webhook.core.quantity import QuantityError, parse, render, render_bytes, render_cpu
 from webhook.core.snapshot import ProfileSnapshot
 from webhook.core.workload import WorkloadKey
+from webhook.profiles.summary import UsageSummary, decode_summaries, encode_summary
 
 __all__ = [
     "FORMAT_VERSION",
@@ -54,6 +55,7 @@ class WorkloadEntry:
 
     containers: Mapping[str, ContainerProfile]
     current: Mapping[str, Mapping[str, Decimal]] = field(default_factory=dict)  # container -> cpu/memory
+    summaries: Mapping[str, UsageSummary] = field(default_factory=dict)  # container -> drawable usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +185,8 @@ def encode_document(document: ProfileDocument) -> dict[str, Any]:
                 name: {res: render(res, v) for res, v in sorted(req.items())}
                 for name, req in sorted(entry.current.items())
             }
+        if entry.summaries:
+            item["summaries"] = {name: encode_summary(s) for name, s in sorted(entry.summaries.items())}
         workloads[str(key)] = item
     return {
         "apiVersion": f"pod-tailor.io/profiles/v{FORMAT_VERSION}",
@@ -216,7 +220,8 @@ def decode_document(data: Any, *, where: str) -> ProfileDocument:
                 current[name] = {res: parse(v) for res, v in req.items()}
             except QuantityError as exc:
                 raise StoreError(f"{where}: {text}/{name} current: {exc}") from None
-        workloads[key] = WorkloadEntry(containers, current)
+        summaries = decode_summaries(item.get("summaries"), where=f"{where}: {text}")
+        workloads[key] = WorkloadEntry(containers, current, summaries)
     try:
         generated_at = float(data.get("generatedAt", 0.0))
     except (TypeError, ValueError):

@@ -18,6 +18,7 @@ import yaml
 
 from webhook.core.quantity import render
 from webhook.profiles.store import encode_profile
+from webhook.profiles.summary import encode_summary
 from webhook.report.model import (
     RESOURCE_FIELDS,
     Added,
@@ -89,6 +90,7 @@ def _container(container: ContainerReport) -> dict[str, Any]:
         "warnings": list(container.warnings),
         "serving": container.serving,
         "profile": encode_profile(container.profile) if container.profile is not None else None,
+        "summary": encode_summary(container.summary) if container.summary is not None else None,
     }
 
 

@@ -21,10 +21,13 @@ from webhook.core.podlimits import pod_total
 from webhook.core.profile import Recommendation, WorkloadProfiles
 from webhook.core.quantity import QuantityError, parse
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
-from webhook.core.workload import pod_workload
+from webhook.core.workload import WorkloadKey, pod_workload
 from webhook.offline.admitted import as_created
+from webhook.profiles.summary import UsageSummary
 from webhook.report.collect import Collected
 from webhook.report.model import Added, ContainerReport, Origin, Resources, WorkloadReport
+
+Summaries = Mapping[WorkloadKey, Mapping[str, UsageSummary]]  # from the profile document
 
 __all__ = ["evaluate", "everything_opted_in", "origin_of"]
 
@@ -138,6 +141,7 @@ def evaluate(
     cluster: ClusterSnapshot,
     profiles: ProfileSnapshot,
     decide_on: ClusterSnapshot | None = None,
+    summaries: Summaries | None = None,
 ) -> WorkloadReport:
     """The engine's decision for `item`'s Pod, as a report row. `decide_on` (default `cluster`) is the
     cluster the decision is made against (`everything_opted_in` for "what if"); `cluster` gives the
@@ -150,6 +154,7 @@ def evaluate(
     after = jsonpatch.apply_patch(created, list(decision.ops)) if decision.ops else created
     key = pod_workload(created, item.namespace)
     workload_profiles: WorkloadProfiles = profiles.for_workload(key)
+    drawn = (summaries or {}).get(key, {})
     injected: dict[tuple[str, str], Injection] = {(i.target, i.field): i for i in decision.injections}
     marks = limit_ranger_marks(created)
     long_running = is_long_running(created)
@@ -182,6 +187,7 @@ def evaluate(
                 warnings=tuple(w.removeprefix(f"{ref.name}:").strip() for w in mine), serving=serving,
                 readiness=(_has(ref.body, "readinessProbe"), _has(done.body, "readinessProbe")),
                 pre_stop=(_has_pre_stop(ref.body), _has_pre_stop(done.body)), profile=profile,
+                summary=drawn.get(ref.name),
             )
         )  # fmt: skip
     return WorkloadReport(

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from webhook.core.profile import ContainerProfile
+from webhook.profiles.summary import UsageSummary
 
 __all__ = [
     "ORIGINS",
@@ -65,6 +66,7 @@ class ContainerReport:
     readiness: tuple[bool, bool] = (False, False)  # (now, after)
     pre_stop: tuple[bool, bool] = (False, False)
     profile: ContainerProfile | None = None
+    summary: UsageSummary | None = None  # drawable usage, when the store has one
 
     def value(self, which: str, key: str) -> Decimal | None:
         """`value("current", "requests.cpu")`."""

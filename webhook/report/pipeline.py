@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
 from webhook.report.collect import Collected
-from webhook.report.evaluate import evaluate, everything_opted_in
+from webhook.report.evaluate import Summaries, evaluate, everything_opted_in
 from webhook.report.model import Report
 from webhook.report.progress import Progress
 from webhook.report.totals import assemble
@@ -25,12 +25,15 @@ def build_report(
     problems: Iterable[str] = (),
     progress: Progress | None = None,
     now: float | None = None,
+    summaries: Summaries | None = None,
 ) -> Report:
     """Evaluate every item (`assume_opted_in`: as if its namespace were labelled enforce)."""
     decide_on = everything_opted_in(cluster) if assume_opted_in else cluster
     rows = []
     for done, item in enumerate(items, start=1):
-        rows.append(evaluate(item, cluster=cluster, profiles=profiles, decide_on=decide_on))
+        rows.append(
+            evaluate(item, cluster=cluster, profiles=profiles, decide_on=decide_on, summaries=summaries)
+        )
         if progress is not None:
             progress.advance(done, len(items), "workloads evaluated")
     if progress is not None:

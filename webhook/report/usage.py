@@ -6,14 +6,16 @@ and the report says why (the problem names the store and the cause).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from webhook.core.snapshot import ProfileSnapshot
+from webhook.core.workload import WorkloadKey
 from webhook.profiles.build import BuildSettings
 from webhook.profiles.prometheus import PrometheusError
 from webhook.profiles.runner import BuildRun, build_once
 from webhook.profiles.store import ProfileDocument, ProfileStore, StoreError
+from webhook.profiles.summary import UsageSummary
 
 __all__ = ["MemoryStore", "Usage", "built_now", "from_store", "without_profiles"]
 
@@ -44,6 +46,11 @@ class Usage:
     document: ProfileDocument
     snapshot: ProfileSnapshot
     problem: str | None = None
+
+    @property
+    def summaries(self) -> dict[WorkloadKey, Mapping[str, UsageSummary]]:
+        """The drawable summaries by workload (only the workloads that have some)."""
+        return {key: entry.summaries for key, entry in self.document.workloads.items() if entry.summaries}
 
 
 def without_profiles(problem: str) -> Usage:
