@@ -15,7 +15,14 @@ from webhook.profiles.runner import BuildRun, open_store
 from webhook.profiles.store import ProfileStore
 from webhook.profiles.strategy import StrategySettings
 
-__all__ = ["add_build_options", "add_store_options", "build_run", "build_settings", "store_from"]
+__all__ = [
+    "add_build_options",
+    "add_prometheus_options",
+    "add_store_options",
+    "build_run",
+    "build_settings",
+    "store_from",
+]
 
 
 def add_store_options(parser: argparse.ArgumentParser) -> None:
@@ -31,13 +38,19 @@ def add_store_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--kubeconfig", help="kubeconfig (default: in-cluster, $KUBECONFIG, ~/.kube/config)")
 
 
-def add_build_options(parser: argparse.ArgumentParser) -> None:
-    defaults, strategy = BuildSettings(), StrategySettings()
+def add_prometheus_options(parser: argparse.ArgumentParser) -> None:
+    """How to reach Prometheus: for builds, and for the dashboard's dry-run counts."""
     parser.add_argument(
         "--prometheus-url", "--prometheus", dest="prometheus",
         default=os.environ.get("POD_TAILOR_PROMETHEUS_URL"),
         help="Prometheus base URL, e.g. http://prometheus:9090 [env POD_TAILOR_PROMETHEUS_URL]",
     )
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per Prometheus query [120]")
+
+
+def add_build_options(parser: argparse.ArgumentParser) -> None:
+    defaults, strategy = BuildSettings(), StrategySettings()
+    add_prometheus_options(parser)
     parser.add_argument("--window", default=defaults.window, help=f"history to read [{defaults.window}]")
     parser.add_argument(
         "--namespace", action="append", default=[], help="only this namespace (repeatable; default: all)"
@@ -76,7 +89,6 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
         "--startup-lookback", default=defaults.startup_lookback,
         help=f"start-up CPU from container starts this recent [{defaults.startup_lookback}]",
     )
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per Prometheus query [120]")
     parser.add_argument(
         "--slices", type=int, default=0,
         help="start the big queries cut into this many time slices [0: as many as keep each under"
