@@ -27,11 +27,17 @@ class TestTheCounters:
         counts.record(_dry("trial", ("requests.cpu", 1)))
         counts.record(_dry("other", ("preStop", 1)))
         found = _values(counts)
-        assert found[("pod_tailor_dry_run_pods", (("namespace", "trial"),))] == 2
+        assert found[("pod_tailor_dry_run_pods_total", (("namespace", "trial"),))] == 2
         assert (
-            found[("pod_tailor_dry_run_injections", (("field", "requests.cpu"), ("namespace", "trial")))] == 3
+            found[
+                ("pod_tailor_dry_run_injections_total", (("field", "requests.cpu"), ("namespace", "trial")))
+            ]
+            == 3
         )
-        assert found[("pod_tailor_dry_run_injections", (("field", "preStop"), ("namespace", "other")))] == 1
+        assert (
+            found[("pod_tailor_dry_run_injections_total", (("field", "preStop"), ("namespace", "other")))]
+            == 1
+        )
 
     def test_namespaces_past_the_bound_count_as_other(self) -> None:
         counts = DryRunCounts()
