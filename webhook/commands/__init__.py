@@ -23,6 +23,7 @@ COMMANDS = (
     "webhook.commands.recommend",
     "webhook.commands.certs",
     "webhook.commands.report",
+    "webhook.commands.dashboard",
 )
 
 

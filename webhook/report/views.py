@@ -122,9 +122,12 @@ def _from(container: ContainerReport) -> str:
     return escape("/".join(dict.fromkeys(kinds)) or "-")
 
 
+_SHORT = {"readinessProbe": "readiness", "startupProbe": "startup", "livenessProbe": "liveness",
+          "terminationGracePeriodSeconds": "grace"}  # fmt: skip
+
+
 def _adds(container: ContainerReport) -> str:
-    short = {"readinessProbe": "readiness", "startupProbe": "startup", "livenessProbe": "liveness"}
-    return escape(", ".join(short.get(a.field, a.field) for a in container.adds) or "-")
+    return escape(", ".join(_SHORT.get(a.field, a.field) for a in container.adds) or "-")
 
 
 def container_rows(workloads: Iterable[WorkloadReport], *, link: Link | None = None) -> str:
@@ -164,7 +167,8 @@ def workload_rows(workloads: Sequence[WorkloadReport], *, link: Link, headers: S
         cpu = _change("cpu", w.requests[0].get("cpu"), w.requests[1].get("cpu"))
         memory = _change("memory", w.requests[0].get("memory"), w.requests[1].get("memory"))
         origins = sorted({o.kind for c in w.containers for o in c.sources.values()})
-        adds = sorted({a.field for c in w.containers for a in c.adds} | {a.field for a in w.pod_adds})
+        fields = {a.field for c in w.containers for a in c.adds} | {a.field for a in w.pod_adds}
+        adds = sorted(_SHORT.get(field, field) for field in fields)
         warnings = len(w.warnings) + sum(len(c.warnings) for c in w.containers)
         rows.append([
             f'<a href="{escape(link(w))}">{escape(w.kind)}/{escape(w.name)}</a>', str(w.replicas),
