@@ -23,16 +23,26 @@ def owned(obj: Obj, kind: str, name: str) -> Obj:
 
 
 def pod(name: str, ns: str, *, phase: str = "Running", owner: tuple[str, str] | None = None) -> Obj:
-    obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns},
-           "spec": {"containers": [container("main", port=8080)]}, "status": {"phase": phase}}  # fmt: skip
+    obj = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"containers": [container("main", port=8080)]},
+        "status": {"phase": phase},
+    }
     return owned(obj, *owner) if owner else obj
 
 
 @pytest.fixture
 def cluster(kube: FakeKube, tmp_path: Path) -> Path:
     """Namespaces in each mode, a workload of every kind, and what must not be reported."""
-    for ns in (namespace("shop", "enforce"), namespace("trial", "dry-run"), namespace("idle"),
-               namespace("kube-system", "enforce"), namespace("pod-tailor")):  # fmt: skip
+    for ns in (
+        namespace("shop", "enforce"),
+        namespace("trial", "dry-run"),
+        namespace("idle"),
+        namespace("kube-system", "enforce"),
+        namespace("pod-tailor"),
+    ):
         kube.put(ns)
     kube.put(workload("Deployment", "web", container("app", port=80), replicas=2))
     kube.put(workload("StatefulSet", "db", container("pg", port=5432)))
@@ -76,10 +86,16 @@ class TestWhatIsListed:
         code, document, err = report(capsys, cluster)
         assert (code, err) == (0, "")
         assert keys(document) == [
-            "shop/CronJob/nightly", "shop/DaemonSet/agent", "shop/Deployment/web", "shop/Job/migrate",
-            "shop/Pod/debug", "shop/ReplicaSet/bare-rs", "shop/ReplicationController/legacy",
-            "shop/StatefulSet/db", "trial/Deployment/api",
-        ]  # fmt: skip
+            "shop/CronJob/nightly",
+            "shop/DaemonSet/agent",
+            "shop/Deployment/web",
+            "shop/Job/migrate",
+            "shop/Pod/debug",
+            "shop/ReplicaSet/bare-rs",
+            "shop/ReplicationController/legacy",
+            "shop/StatefulSet/db",
+            "trial/Deployment/api",
+        ]
         assert document is not None
         replicas = {w["name"]: w["replicas"] for w in document["workloads"]}
         assert (replicas["web"], replicas["agent"], replicas["legacy"]) == (2, 3, 3)

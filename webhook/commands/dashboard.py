@@ -77,11 +77,17 @@ def _main(args: argparse.Namespace) -> int:
         print(f"pod-tailor dashboard: {exc}", file=sys.stderr)
         return 1
     config = FleetConfig(
-        store=store, kubeconfig=args.kubeconfig, namespaces=tuple(args.namespace),
-        all_namespaces=args.all_namespaces, own_namespace=args.store_namespace,
-        policy_configmap=args.policy_configmap, policies=policies, prometheus=args.prometheus,
-        prometheus_timeout=min(args.timeout, 30.0), dry_run_window=args.dry_run_window,
-    )  # fmt: skip
+        store=store,
+        kubeconfig=args.kubeconfig,
+        namespaces=tuple(args.namespace),
+        all_namespaces=args.all_namespaces,
+        own_namespace=args.store_namespace,
+        policy_configmap=args.policy_configmap,
+        policies=policies,
+        prometheus=args.prometheus,
+        prometheus_timeout=min(args.timeout, 30.0),
+        dry_run_window=args.dry_run_window,
+    )
     keeper = FleetKeeper(lambda: load_fleet(config), interval=args.refresh_seconds)
     app = create_dashboard(keeper)
     uvicorn.run(app, host=args.host, port=args.port, log_config=None, access_log=False)

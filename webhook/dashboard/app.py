@@ -22,7 +22,8 @@ from webhook.report.document import report_document, stamp, totals_document, wor
 __all__ = ["create_dashboard"]
 
 _HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; "
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+    "frame-ancestors 'none'; "
     "form-action 'none'; base-uri 'none'",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
@@ -83,8 +84,14 @@ def create_dashboard(keeper: FleetKeeper, *, background: bool = True) -> FastAPI
             if background:
                 keeper.stop()
 
-    app = FastAPI(title="pod-tailor dashboard", version=__version__, lifespan=lifespan, docs_url=None,
-                  redoc_url=None, openapi_url=None)  # fmt: skip
+    app = FastAPI(
+        title="pod-tailor dashboard",
+        version=__version__,
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
 
     @app.middleware("http")
     async def headers(request: Request, call_next: Any) -> Response:

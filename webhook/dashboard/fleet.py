@@ -82,17 +82,25 @@ def load_fleet(config: FleetConfig) -> Fleet:
     """One full read; raises ClusterError when the cluster cannot be read at all."""
     started = time.monotonic()
     view = read_cluster(
-        kubeconfig=config.kubeconfig, api_client=config.api_client, host=config.host,
-        namespaces=config.namespaces, all_namespaces=config.all_namespaces,
-        own_namespace=config.own_namespace, policy_configmap=config.policy_configmap,
+        kubeconfig=config.kubeconfig,
+        api_client=config.api_client,
+        host=config.host,
+        namespaces=config.namespaces,
+        all_namespaces=config.all_namespaces,
+        own_namespace=config.own_namespace,
+        policy_configmap=config.policy_configmap,
         policies=config.policies,
-    )  # fmt: skip
+    )
     usage = from_store(config.store)
     report = build_report(
-        view.workloads, cluster=view.cluster, profiles=usage.snapshot, summaries=usage.summaries,
-        source=view.source, assume_opted_in=config.all_namespaces,
+        view.workloads,
+        cluster=view.cluster,
+        profiles=usage.snapshot,
+        summaries=usage.summaries,
+        source=view.source,
+        assume_opted_in=config.all_namespaces,
         problems=[*view.problems, *([usage.problem] if usage.problem else [])],
-    )  # fmt: skip
+    )
     profiled = frozenset(key.namespace for key in usage.document.workloads)
     dry_run = _dry_run(config, time.time())
     return Fleet.of(report, profiled=profiled, dry_run=dry_run, seconds=time.monotonic() - started)

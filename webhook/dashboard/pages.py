@@ -15,7 +15,7 @@ from urllib.parse import quote
 from webhook.dashboard.fleet import Fleet
 from webhook.report.document import stamp
 from webhook.report.model import WorkloadReport
-from webhook.report.page import card, document, table
+from webhook.report.page import document, table
 from webhook.report.views import (
     container_detail,
     namespace_charts,
@@ -58,9 +58,11 @@ def _nav(*crumbs: tuple[str, str]) -> str:
 
 def _status(fleet: Fleet, error: str | None) -> str:
     report = fleet.report
-    line = (f'<p class="sub">{escape(report.source)}; read {escape(stamp(report.generated_at) or "-")} '
-            f"in {fleet.seconds:.1f}s; profiles: {escape(report.profiles)} (built "
-            f"{escape(_age(report.profiles_at, time.time()))})</p>")  # fmt: skip
+    line = (
+        f'<p class="sub">{escape(report.source)}; read {escape(stamp(report.generated_at) or "-")} '
+        f"in {fleet.seconds:.1f}s; profiles: {escape(report.profiles)} (built "
+        f"{escape(_age(report.profiles_at, time.time()))})</p>"
+    )
     if error:
         line += f'<div class="problems"><b>Last refresh failed, showing older data:</b> {escape(error)}</div>'
     return line + problems(report)
@@ -68,15 +70,22 @@ def _status(fleet: Fleet, error: str | None) -> str:
 
 def namespaces_page(fleet: Fleet, *, error: str | None = None) -> str:
     report, now = fleet.report, time.time()
-    ages = {ns: (f"built {_age(report.profiles_at, now)}" if ns in fleet.profiled else "none")
-            for ns in report.namespaces}  # fmt: skip
+    ages = {
+        ns: (f"built {_age(report.profiles_at, now)}" if ns in fleet.profiled else "none")
+        for ns in report.namespaces
+    }
     body = (
-        "<h1>Namespaces</h1>" + _status(fleet, error) + summary_cards(report.cluster)
+        "<h1>Namespaces</h1>"
+        + _status(fleet, error)
+        + summary_cards(report.cluster)
         + ("<h2>Requests per namespace</h2>" + namespace_charts(report) if report.namespaces else "")
         + "<h2>What pod-tailor would do, per namespace</h2>"
-        + (namespace_table(report, link=namespace_href, ages=ages) if report.namespaces
-           else "<p>No workloads in scope: no namespace is opted in (label pod-tailor.io/mode).</p>")
-    )  # fmt: skip
+        + (
+            namespace_table(report, link=namespace_href, ages=ages)
+            if report.namespaces
+            else "<p>No workloads in scope: no namespace is opted in (label pod-tailor.io/mode).</p>"
+        )
+    )
     return document("pod-tailor dashboard", body, nav=_nav())
 
 
@@ -90,9 +99,17 @@ SORTS: dict[str, Callable[[WorkloadReport], object]] = {
     "warnings": lambda w: len(w.warnings) + sum(len(c.warnings) for c in w.containers),
     "changed": lambda w: w.changed,
 }
-_COLUMNS = (("workload", "name"), ("replicas", "replicas"), ("containers", "containers"),
-            ("CPU requests (per Pod)", "cpu"), ("memory requests (per Pod)", "memory"), ("from", ""),
-            ("adds", ""), ("warnings", "warnings"), ("changes", "changed"))  # fmt: skip
+_COLUMNS = (
+    ("workload", "name"),
+    ("replicas", "replicas"),
+    ("containers", "containers"),
+    ("CPU requests (per Pod)", "cpu"),
+    ("memory requests (per Pod)", "memory"),
+    ("from", ""),
+    ("adds", ""),
+    ("warnings", "warnings"),
+    ("changes", "changed"),
+)
 
 
 def _headers(namespace: str, sort: str, order: str) -> list[str]:
@@ -109,6 +126,11 @@ def _headers(namespace: str, sort: str, order: str) -> list[str]:
 
 
 def _dry_run_panel(fleet: Fleet, namespace: str, workloads: Sequence[WorkloadReport]) -> str:
+    mode = fleet.report.modes.get(namespace, "off")
+    if mode != "dry-run":
+        enforced = "pod-tailor sets what the table below says (<code>pod_tailor_injections_total</code>)."
+        idle = "pod-tailor leaves its Pods alone; the table shows what it would do."
+        return f'<p class="muted">Mode {escape(mode)}: {enforced if mode == "enforce" else idle}</p>'
     seen = fleet.dry_run
     planned: dict[str, int] = {}
     for w in workloads:
@@ -121,15 +143,23 @@ def _dry_run_panel(fleet: Fleet, namespace: str, workloads: Sequence[WorkloadRep
                     planned[key] = planned.get(key, 0) + 1
     counted = seen.values.get(namespace, {})
     fields = sorted(set(planned) | set(counted))
-    rows = [[f"<code>{escape(f)}</code>", str(counted.get(f, 0)) if seen.error is None else "-",
-             str(planned.get(f, 0))] for f in fields]  # fmt: skip
+    rows = [
+        [
+            f"<code>{escape(f)}</code>",
+            str(counted.get(f, 0)) if seen.error is None else "-",
+            str(planned.get(f, 0)),
+        ]
+        for f in fields
+    ]
     if seen.error is not None:
         note = f'<p class="muted">Dry-run counts unavailable: {escape(seen.error)}</p>'
     else:
         pods = seen.pods.get(namespace, 0)
-        note = (f'<p class="muted">{pods} Pod(s) created in dry-run mode over the last '
-                f"{escape(seen.window)} (the webhook's <code>pod_tailor_dry_run_*</code> counters, "
-                "from Prometheus).</p>")  # fmt: skip
+        note = (
+            f'<p class="muted">{pods} Pod(s) created in dry-run mode over the last '
+            f"{escape(seen.window)} (the webhook's <code>pod_tailor_dry_run_*</code> counters, "
+            "from Prometheus).</p>"
+        )
     headers = ["field", f"would have been set, last {seen.window}", "would be set now (workloads)"]
     return (
         "<h2>Dry-run: what pod-tailor would have set</h2>"
@@ -154,30 +184,39 @@ def namespace_page(
         + _dry_run_panel(fleet, namespace, workloads)
         + "<h2>Workloads</h2>"
         + workload_rows(workloads, link=workload_href, headers=_headers(namespace, sort, order))
-    )  # fmt: skip
+    )
     return document(f"{namespace} - pod-tailor", body, nav=_nav((namespace, namespace_href(namespace))))
 
 
 def workload_page(fleet: Fleet, workload: WorkloadReport) -> str:
     w = workload
-    facts = [f"{w.replicas} Pod(s)", f"mode {w.mode}" + (" (as if opted in)" if w.assumed else ""),
-             f"policy {w.policy}", f"profiles looked up as {w.profile_key}"]  # fmt: skip
+    facts = [
+        f"{w.replicas} Pod(s)",
+        "changes" if w.changed else "no changes",
+        f"mode {w.mode}" + (" (as if opted in)" if w.assumed else ""),
+        f"policy {w.policy}",
+        f"profiles looked up as {w.profile_key}",
+    ]
     pod = ""
     if w.pod_adds:
-        rows = [[f"<code>{escape(a.field)}</code>", f'<span class="changed">{escape(a.value)}</span>',
-                 escape(a.source)] for a in w.pod_adds]  # fmt: skip
+        rows = [
+            [
+                f"<code>{escape(a.field)}</code>",
+                f'<span class="changed">{escape(a.value)}</span>',
+                escape(a.source),
+            ]
+            for a in w.pod_adds
+        ]
         pod = "<h2>Pod</h2>" + table(["field", "with pod-tailor", "why"], rows, css="pod")
     notes = "".join(f"<li>{escape(n)}</li>" for n in w.warnings)
     body = (
         f"<h1>{escape(w.kind)}/{escape(w.name)}</h1><p class=sub>{escape('; '.join(facts))}</p>"
         + (f'<div class="problems">Left alone: {escape(w.skipped)}</div>' if w.skipped else "")
         + (f"<ul class=warnings>{notes}</ul>" if notes else "")
-        + '<div class="cards">'
-        + card("changes", "yes" if w.changed else "no")
-        + card("containers", str(len(w.containers)))
-        + "</div>" + pod + "<h2>Containers</h2>"
+        + pod
+        + "<h2>Containers</h2>"
         + "".join(container_detail(w, c) for c in w.containers)
-    )  # fmt: skip
+    )
     crumbs = ((w.namespace, namespace_href(w.namespace)), (f"{w.kind}/{w.name}", workload_href(w)))
     return document(f"{w.kind}/{w.name} - pod-tailor", body, nav=_nav(*crumbs))
 

@@ -177,8 +177,10 @@ def hourly(
     def x_of(hour: float) -> float:
         return left + width * hour / 23
 
-    body = [f'<line class="axis" x1="{left}" y1="{bottom}" x2="{left + width}" y2="{bottom}"/>',
-            f'<line class="axis" x1="{left}" y1="{top}" x2="{left}" y2="{bottom}"/>']  # fmt: skip
+    body = [
+        f'<line class="axis" x1="{left}" y1="{bottom}" x2="{left + width}" y2="{bottom}"/>',
+        f'<line class="axis" x1="{left}" y1="{top}" x2="{left}" y2="{bottom}"/>',
+    ]
     for tick in _ticks(axis_max, binary=resource != "cpu"):
         y = y_of(tick)
         body.append(f'<line class="grid" x1="{left}" y1="{y:.1f}" x2="{left + width}" y2="{y:.1f}"/>')

@@ -163,15 +163,33 @@ def render_yaml(report: Report) -> str:
 
 
 CSV_COLUMNS = (
-    "namespace", "kind", "name", "replicas", "mode", "policy", "container", "role",
+    "namespace",
+    "kind",
+    "name",
+    "replicas",
+    "mode",
+    "policy",
+    "container",
+    "role",
     *(f"{field}_{part}" for field in RESOURCE_FIELDS for part in ("now", "after", "from")),
-    "confidence", "adds", "pod_adds", "warnings",
-)  # fmt: skip
+    "confidence",
+    "adds",
+    "pod_adds",
+    "warnings",
+)
 
 
 def _csv_row(workload: WorkloadReport, container: ContainerReport) -> list[str]:
-    row = [workload.namespace, workload.kind, workload.name, str(workload.replicas), workload.mode,
-           workload.policy, container.name, container.role]  # fmt: skip
+    row = [
+        workload.namespace,
+        workload.kind,
+        workload.name,
+        str(workload.replicas),
+        workload.mode,
+        workload.policy,
+        container.name,
+        container.role,
+    ]
     confidence = ""
     for field in RESOURCE_FIELDS:
         resource = field.split(".", 1)[1]

@@ -170,11 +170,17 @@ def evaluate(
         profile = workload_profiles.get(ref.name)
         now, later = _resources(ref.body), _resources(done.body)
         sources = _sources(
-            ref, now=now, after=later, template=templates.get((ref.group, ref.index)),
+            ref,
+            now=now,
+            after=later,
+            template=templates.get((ref.group, ref.index)),
             injected=_resource_injections(injected, ref.name),
-            marks=marks, recommendation=profile if isinstance(profile, Recommendation) else None,
-            warnings=mine, decision=decision, sized=sized,
-        )  # fmt: skip
+            marks=marks,
+            recommendation=profile if isinstance(profile, Recommendation) else None,
+            warnings=mine,
+            decision=decision,
+            sized=sized,
+        )
         adds = tuple(
             Added(i.field, i.value, i.source)
             for i in decision.injections
@@ -183,13 +189,20 @@ def evaluate(
         serving = long_running and ref.group == "containers" and serving_port(ref.body) is not None
         reports.append(
             ContainerReport(
-                name=ref.name, role=_role(ref), current=now, recommended=later, sources=sources, adds=adds,
-                warnings=tuple(w.removeprefix(f"{ref.name}:").strip() for w in mine), serving=serving,
+                name=ref.name,
+                role=_role(ref),
+                current=now,
+                recommended=later,
+                sources=sources,
+                adds=adds,
+                warnings=tuple(w.removeprefix(f"{ref.name}:").strip() for w in mine),
+                serving=serving,
                 readiness=(_has(ref.body, "readinessProbe"), _has(done.body, "readinessProbe")),
-                pre_stop=(_has_pre_stop(ref.body), _has_pre_stop(done.body)), profile=profile,
+                pre_stop=(_has_pre_stop(ref.body), _has_pre_stop(done.body)),
+                profile=profile,
                 summary=drawn.get(ref.name),
             )
-        )  # fmt: skip
+        )
     return WorkloadReport(
         kind=item.kind,
         namespace=item.namespace,

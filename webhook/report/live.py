@@ -143,9 +143,11 @@ def _pods_by_owner(pods: Iterable[Obj]) -> list[Collected]:
     for key, members in groups.items():
         first = sorted(members, key=lambda p: str(p["metadata"].get("name")))[0]
         (source,) = pod_sources([first], namespace=key.namespace)
-        out.append(dataclasses.replace(
-            collected(source, origin="cluster"), kind=key.kind, name=key.name, replicas=len(members)
-        ))  # fmt: skip
+        out.append(
+            dataclasses.replace(
+                collected(source, origin="cluster"), kind=key.kind, name=key.name, replicas=len(members)
+            )
+        )
     return out
 
 

@@ -95,6 +95,7 @@ def document(title: str, body: str, *, nav: str = "", script: str = "") -> str:
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<link rel="icon" href="data:,">'
         f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>"
         f'<header class="top"><div><b>pod-tailor</b>{nav}</div></header>'
         f"<main>{body}</main>{scripts}</body></html>"

@@ -39,8 +39,13 @@ def _from(container: ContainerReport, section: str) -> str:
     return "/".join(dict.fromkeys(kinds)) or "-"
 
 
-_SHORT = {"readinessProbe": "readiness", "startupProbe": "startup", "livenessProbe": "liveness",
-          "preStop": "preStop", "terminationGracePeriodSeconds": "grace"}  # fmt: skip
+_SHORT = {
+    "readinessProbe": "readiness",
+    "startupProbe": "startup",
+    "livenessProbe": "liveness",
+    "preStop": "preStop",
+    "terminationGracePeriodSeconds": "grace",
+}
 
 
 def _adds(container: ContainerReport, workload: WorkloadReport, first: bool) -> str:
@@ -56,13 +61,23 @@ def _confidence(container: ContainerReport) -> str:
 
 
 def _rows(report: Report, *, wide: bool) -> tuple[list[Column], list[list[str]]]:
-    columns = [Column("NAMESPACE"), Column("WORKLOAD", cut=True), Column("CONTAINER", cut=True),
-               Column("CPU REQUEST"), Column("MEMORY REQUEST"), Column("FROM", drop=2),
-               Column("ADDS", drop=1, cut=True)]  # fmt: skip
+    columns = [
+        Column("NAMESPACE"),
+        Column("WORKLOAD", cut=True),
+        Column("CONTAINER", cut=True),
+        Column("CPU REQUEST"),
+        Column("MEMORY REQUEST"),
+        Column("FROM", drop=2),
+        Column("ADDS", drop=1, cut=True),
+    ]
     if wide:
         columns[3:3] = [Column("REPLICAS", drop=4), Column("MODE", drop=3)]
-        columns += [Column("CPU LIMIT", drop=5), Column("MEMORY LIMIT", drop=5), Column("CONFIDENCE", drop=6),
-                    Column("WARNINGS", drop=7, cut=True)]  # fmt: skip
+        columns += [
+            Column("CPU LIMIT", drop=5),
+            Column("MEMORY LIMIT", drop=5),
+            Column("CONFIDENCE", drop=6),
+            Column("WARNINGS", drop=7, cut=True),
+        ]
     rows = []
     for workload in report.workloads:
         mode = workload.mode + ("*" if workload.assumed else "")
@@ -82,7 +97,7 @@ def _rows(report: Report, *, wide: bool) -> tuple[list[Column], list[list[str]]]
                     _cell(container, "limits.memory"),
                     _confidence(container),
                     "; ".join([*container.warnings, *(workload.warnings if index == 0 else ())]) or "-",
-                ]  # fmt: skip
+                ]
             rows.append(cells)
     return columns, rows
 
@@ -92,19 +107,36 @@ def _ratio(pair: tuple[int, int], of: int) -> str:
 
 
 def _totals_rows(report: Report, *, wide: bool) -> tuple[list[Column], list[list[str]]]:
-    columns = [Column("NAMESPACE"), Column("MODE", drop=3), Column("POLICY", drop=4),
-               Column("WORKLOADS", drop=2), Column("CHANGED"), Column("PODS", drop=2), Column("CPU REQUESTS"),
-               Column("MEMORY REQUESTS"), Column("NO REQUESTS", drop=1), Column("NO READINESS", drop=1),
-               Column("NO PRESTOP", drop=1)]  # fmt: skip
+    columns = [
+        Column("NAMESPACE"),
+        Column("MODE", drop=3),
+        Column("POLICY", drop=4),
+        Column("WORKLOADS", drop=2),
+        Column("CHANGED"),
+        Column("PODS", drop=2),
+        Column("CPU REQUESTS"),
+        Column("MEMORY REQUESTS"),
+        Column("NO REQUESTS", drop=1),
+        Column("NO READINESS", drop=1),
+        Column("NO PRESTOP", drop=1),
+    ]
     if wide:
         columns += [Column("CPU LIMITS", drop=5), Column("MEMORY LIMITS", drop=5)]
 
     def row(name: str, mode: str, policy: str, t: Totals) -> list[str]:
-        cells = [name, mode, policy, str(t.workloads), str(t.changed), str(t.pods),
-                 _change("cpu", t.requests_now.get("cpu"), t.requests_after.get("cpu")),
-                 _change("memory", t.requests_now.get("memory"), t.requests_after.get("memory")),
-                 _ratio(t.without_requests, t.containers), _ratio(t.without_readiness, t.serving),
-                 _ratio(t.without_pre_stop, t.serving)]  # fmt: skip
+        cells = [
+            name,
+            mode,
+            policy,
+            str(t.workloads),
+            str(t.changed),
+            str(t.pods),
+            _change("cpu", t.requests_now.get("cpu"), t.requests_after.get("cpu")),
+            _change("memory", t.requests_now.get("memory"), t.requests_after.get("memory")),
+            _ratio(t.without_requests, t.containers),
+            _ratio(t.without_readiness, t.serving),
+            _ratio(t.without_pre_stop, t.serving),
+        ]
         if wide:
             cells += [
                 _change("cpu", t.limits_now.get("cpu"), t.limits_after.get("cpu")),

@@ -47,18 +47,42 @@ def _pair(values: tuple[int, int], of: int) -> Cell:
 def summary_cards(totals: Totals) -> str:
     cpu = totals.requests_now.get("cpu"), totals.requests_after.get("cpu")
     memory = totals.requests_now.get("memory"), totals.requests_after.get("memory")
-    return '<div class="cards">' + "".join([
-        card("workloads changed", f"{totals.changed} of {totals.workloads}", note=f"{totals.pods} Pods"),
-        card("CPU requested", f"{amount('cpu', cpu[0])} → {amount('cpu', cpu[1])}", note="cores, all Pods"),
-        card("memory requested", f"{amount('memory', memory[0])} → {amount('memory', memory[1])}",
-             note="all Pods"),
-        card("no requests", "{} → {}".format(*totals.without_requests),
-             note=f"of {totals.containers} containers"),
-        card("no readiness probe", "{} → {}".format(*totals.without_readiness),
-             note=f"of {totals.serving} serving containers"),
-        card("no preStop pause", "{} → {}".format(*totals.without_pre_stop),
-             note=f"of {totals.serving} serving containers"),
-    ]) + "</div>"  # fmt: skip
+    return (
+        '<div class="cards">'
+        + "".join(
+            [
+                card(
+                    "workloads changed", f"{totals.changed} of {totals.workloads}", note=f"{totals.pods} Pods"
+                ),
+                card(
+                    "CPU requested",
+                    f"{amount('cpu', cpu[0])} → {amount('cpu', cpu[1])}",
+                    note="cores, all Pods",
+                ),
+                card(
+                    "memory requested",
+                    f"{amount('memory', memory[0])} → {amount('memory', memory[1])}",
+                    note="all Pods",
+                ),
+                card(
+                    "no requests",
+                    "{} → {}".format(*totals.without_requests),
+                    note=f"of {totals.containers} containers",
+                ),
+                card(
+                    "no readiness probe",
+                    "{} → {}".format(*totals.without_readiness),
+                    note=f"of {totals.serving} serving containers",
+                ),
+                card(
+                    "no preStop pause",
+                    "{} → {}".format(*totals.without_pre_stop),
+                    note=f"of {totals.serving} serving containers",
+                ),
+            ]
+        )
+        + "</div>"
+    )
 
 
 def problems(report: Report) -> str:
@@ -93,8 +117,19 @@ def namespace_charts(report: Report, *, top: int = 20) -> str:
 def namespace_table(
     report: Report, *, link: Callable[[str], str] | None = None, ages: dict[str, str] | None = None
 ) -> str:
-    headers = ["namespace", "mode", "policy", "workloads", "changed", "Pods", "CPU requests",
-               "memory requests", "no requests", "no readiness", "no preStop"]  # fmt: skip
+    headers = [
+        "namespace",
+        "mode",
+        "policy",
+        "workloads",
+        "changed",
+        "Pods",
+        "CPU requests",
+        "memory requests",
+        "no requests",
+        "no readiness",
+        "no preStop",
+    ]
     if ages is not None:
         headers.append("profiles")
     rows = []
@@ -102,14 +137,18 @@ def namespace_table(
         mode = report.modes.get(ns, "")
         name = f'<a href="{escape(link(ns))}">{escape(ns)}</a>' if link else escape(ns)
         row: list[Cell] = [
-            (name, ns), f'<span class="tag {escape(mode)}">{escape(mode)}</span>',
+            (name, ns),
+            f'<span class="tag {escape(mode)}">{escape(mode)}</span>',
             escape(report.policies.get(ns, "")),
-            str(t.workloads), str(t.changed), str(t.pods),
+            str(t.workloads),
+            str(t.changed),
+            str(t.pods),
             _change("cpu", t.requests_now.get("cpu"), t.requests_after.get("cpu")),
             _change("memory", t.requests_now.get("memory"), t.requests_after.get("memory")),
-            _pair(t.without_requests, t.containers), _pair(t.without_readiness, t.serving),
+            _pair(t.without_requests, t.containers),
+            _pair(t.without_readiness, t.serving),
             _pair(t.without_pre_stop, t.serving),
-        ]  # fmt: skip
+        ]
         if ages is not None:
             row.append(escape(ages.get(ns, "none")))
         rows.append(row)
@@ -122,8 +161,12 @@ def _from(container: ContainerReport) -> str:
     return escape("/".join(dict.fromkeys(kinds)) or "-")
 
 
-_SHORT = {"readinessProbe": "readiness", "startupProbe": "startup", "livenessProbe": "liveness",
-          "terminationGracePeriodSeconds": "grace"}  # fmt: skip
+_SHORT = {
+    "readinessProbe": "readiness",
+    "startupProbe": "startup",
+    "livenessProbe": "liveness",
+    "terminationGracePeriodSeconds": "grace",
+}
 
 
 def _adds(container: ContainerReport) -> str:
@@ -138,15 +181,26 @@ def container_rows(workloads: Iterable[WorkloadReport], *, link: Link | None = N
         href = link(workload) if link else ""
         name = f'<a href="{escape(href)}">{escape(label)}</a>' if href else escape(label)
         for body in workload.containers:
-            rows.append([
-                escape(workload.namespace), (name, label), escape(body.name),
-                _change("cpu", body.value("current", "requests.cpu"),
-                        body.value("recommended", "requests.cpu")),
-                _change("memory", body.value("current", "requests.memory"),
-                        body.value("recommended", "requests.memory")),
-                _from(body), _adds(body),
-                escape("; ".join([*body.warnings, *workload.warnings])) or "-",
-            ])  # fmt: skip
+            rows.append(
+                [
+                    escape(workload.namespace),
+                    (name, label),
+                    escape(body.name),
+                    _change(
+                        "cpu",
+                        body.value("current", "requests.cpu"),
+                        body.value("recommended", "requests.cpu"),
+                    ),
+                    _change(
+                        "memory",
+                        body.value("current", "requests.memory"),
+                        body.value("recommended", "requests.memory"),
+                    ),
+                    _from(body),
+                    _adds(body),
+                    escape("; ".join([*body.warnings, *workload.warnings])) or "-",
+                ]
+            )
     headers = [
         "namespace",
         "workload",
@@ -170,12 +224,19 @@ def workload_rows(workloads: Sequence[WorkloadReport], *, link: Link, headers: S
         fields = {a.field for c in w.containers for a in c.adds} | {a.field for a in w.pod_adds}
         adds = sorted(_SHORT.get(field, field) for field in fields)
         warnings = len(w.warnings) + sum(len(c.warnings) for c in w.containers)
-        rows.append([
-            f'<a href="{escape(link(w))}">{escape(w.kind)}/{escape(w.name)}</a>', str(w.replicas),
-            str(len(w.containers)), cpu, memory, escape(", ".join(origins)),
-            escape(", ".join(adds) or "-"), str(warnings) if warnings else "-",
-            '<span class="changed">yes</span>' if w.changed else "no",
-        ])  # fmt: skip
+        rows.append(
+            [
+                f'<a href="{escape(link(w))}">{escape(w.kind)}/{escape(w.name)}</a>',
+                str(w.replicas),
+                str(len(w.containers)),
+                cpu,
+                memory,
+                escape(", ".join(origins)),
+                escape(", ".join(adds) or "-"),
+                str(warnings) if warnings else "-",
+                '<span class="changed">yes</span>' if w.changed else "no",
+            ]
+        )
     return table(headers, rows, numeric=(1, 2, 3, 4, 7), css="workloads", raw_headers=True)
 
 
@@ -212,14 +273,18 @@ def _field_rows(container: ContainerReport) -> str:
             evidence = f" (confidence {origin.confidence:.2f})"
         later = escape(amount(resource, after))
         shown = f'<span class="changed">{later}</span>' if after != now else later
-        rows.append([
-            f"<code>{escape(key)}</code>", escape(amount(resource, now)), shown,
-            escape(origin.kind if origin else "-"), escape((origin.detail if origin else "") + evidence),
-        ])  # fmt: skip
+        rows.append(
+            [
+                f"<code>{escape(key)}</code>",
+                escape(amount(resource, now)),
+                shown,
+                escape(origin.kind if origin else "-"),
+                escape((origin.detail if origin else "") + evidence),
+            ]
+        )
     for added in container.adds:
         value = f'<span class="changed">{escape(added.value)}</span>'
-        rows.append([f"<code>{escape(added.field)}</code>", "-", value,
-                     "added", escape(added.source)])  # fmt: skip
+        rows.append([f"<code>{escape(added.field)}</code>", "-", value, "added", escape(added.source)])
     return table(["field", "now", "with pod-tailor", "from", "why"], rows, css="fields")
 
 
@@ -263,7 +328,11 @@ def container_detail(workload: WorkloadReport, container: ContainerReport) -> st
     return (
         f'<section class="container" id="c-{escape(container.name)}"><h3>{escape(container.name)} '
         f'<span class="muted">({escape(container.role)})</span></h3>'
-        + _field_rows(container) + _profile_line(container) + basis
+        + _field_rows(container)
+        + _profile_line(container)
+        + basis
         + (f"<ul class=warnings>{warnings}</ul>" if warnings else "")
-        + '<div class="charts">' + "".join(charts) + "</div></section>"
-    )  # fmt: skip
+        + '<div class="charts">'
+        + "".join(charts)
+        + "</div></section>"
+    )
