@@ -68,8 +68,9 @@ def dry_run_prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pro
 
 
 @contextlib.contextmanager
-def serving(keeper: FleetKeeper) -> Iterator[str]:
-    """The dashboard under uvicorn on a free loopback port, until its first fleet is loaded."""
+def serving(keeper: FleetKeeper, *, wait: str = "/readyz") -> Iterator[str]:
+    """The dashboard under uvicorn on a free loopback port, once `wait` answers 200 (by default: once
+    its first fleet is loaded)."""
     port = free_port()
     config = uvicorn.Config(
         create_dashboard(keeper),
@@ -87,7 +88,7 @@ def serving(keeper: FleetKeeper) -> Iterator[str]:
         deadline = time.monotonic() + 60
         while True:
             with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+                if httpx.get(f"{url}{wait}", timeout=2).status_code == 200:
                     break
             if time.monotonic() > deadline or not thread.is_alive():
                 raise RuntimeError(f"the dashboard did not become ready: {keeper.error}")

@@ -70,7 +70,8 @@ code { font-size: 12px; }
 
 # The html report's tables sort when a header is clicked (a static file has no server to ask).
 SORT_SCRIPT = """
-document.querySelectorAll("table.sortable th").forEach(function (th, column) {
+document.querySelectorAll("table.sortable th").forEach(function (th) {
+  var column = th.cellIndex;
   th.style.cursor = "pointer";
   th.addEventListener("click", function () {
     var body = th.closest("table").tBodies[0];
