@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from collections import Counter
+from decimal import Decimal
 from pathlib import Path
+from typing import Any
+
+import jsonpatch
 
 from webhook.core.decision import Decision
-from webhook.core.quantity import render
+from webhook.core.pod import containers
+from webhook.core.quantity import parse, render
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
 from webhook.offline.preview import run_preview
 from webhook.report.model import RESOURCE_FIELDS, WorkloadReport
@@ -34,6 +39,21 @@ def report_warnings(row: WorkloadReport) -> Counter[str]:
 
 def preview_decisions(path: Path, *, cluster: ClusterSnapshot, profiles: ProfileSnapshot) -> list[Decision]:
     return [found.decision for found in run_preview(path.read_text(), cluster=cluster, profiles=profiles)]
+
+
+def patched(pod: dict[str, Any], decision: Decision) -> dict[str, dict[str, dict[str, Decimal]]]:
+    """Each container's requests and limits in the Pod with the decision's patch applied."""
+    after = jsonpatch.apply_patch(pod, list(decision.ops))
+    return {
+        ref.name: {
+            section: {
+                name: parse(value)
+                for name, value in ((ref.body.get("resources") or {}).get(section) or {}).items()
+            }
+            for section in ("requests", "limits")
+        }
+        for ref in containers(after)
+    }
 
 
 def preview_says(decision: Decision) -> Said:

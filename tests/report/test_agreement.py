@@ -7,12 +7,13 @@ that request, the report (on the Pod the API server would admit) finds it set.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.report.agreement import preview_decisions, preview_says, report_says, report_warnings
+from tests.report.agreement import patched, preview_decisions, preview_says, report_says, report_warnings
 from tests.report.fleet import recommendation
 from tests.shared import manifest_files, needs_shared, review_files
 from webhook.config.policies import bundled_policies
@@ -62,6 +63,8 @@ def test_a_corpus_review_reads_the_same_in_the_report_and_the_preview(path: Path
     (item,) = from_manifests(path.read_text(), origin=str(path))
     row = evaluate(item, cluster=CLUSTER, profiles=profiles)
     assert report_says(row) == preview_says(decision)
+    pod = json.loads(path.read_text())["request"]["object"]
+    assert {c.name: c.recommended for c in row.containers} == patched(pod, decision)
     assert report_warnings(row) == report_warnings(row).__class__(decision.warnings)
     assert row.skipped == decision.skipped
 

@@ -15,11 +15,13 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
+import orjson
+
 from webhook.core.facts import LimitRangeItem
 from webhook.core.pod import LIMIT_RANGER_ANNOTATION, containers, malformed
 from webhook.core.quantity import render
 
-__all__ = ["as_created", "limit_range_defaults"]
+__all__ = ["as_created", "json_copy", "limit_range_defaults"]
 
 
 def limit_range_defaults(items: Sequence[LimitRangeItem]) -> tuple[dict[str, Decimal], dict[str, Decimal]]:
@@ -65,9 +67,19 @@ def _fill(body: dict[str, Any], section: str, defaults: Mapping[str, Decimal]) -
     return missing
 
 
+def json_copy(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy of a JSON object, several times faster than `copy.deepcopy` (a report copies
+    thousands of Pods); anything orjson cannot encode is copied the slow way."""
+    try:
+        copied: dict[str, Any] = orjson.loads(orjson.dumps(obj))
+    except TypeError:
+        copied = copy.deepcopy(dict(obj))
+    return copied
+
+
 def as_created(pod: Mapping[str, Any], *, limit_ranges: Sequence[LimitRangeItem] = ()) -> dict[str, Any]:
     """A copy of `pod` as the webhooks would receive it on CREATE (see the module docstring)."""
-    created = copy.deepcopy(dict(pod))
+    created = json_copy(pod)
     if malformed(created) is not None:
         return created  # the engine says why; nothing here may fail on it first
     for ref in containers(created):

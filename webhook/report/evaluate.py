@@ -11,8 +11,6 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-import jsonpatch
-
 from webhook.core.decision import Decision, Injection
 from webhook.core.engine import decide
 from webhook.core.namespace import MODE_LABEL, Mode
@@ -79,6 +77,29 @@ def _role(ref: ContainerRef) -> str:
     if ref.group == "containers":
         return "container"
     return "sidecar" if ref.is_native_sidecar else "init"
+
+
+def _added(injections: Sequence[Injection]) -> dict[tuple[str, str, str], Decimal]:
+    """The resource values the decision sets, as `pod_total` takes them: (section, container, resource).
+
+    Read from the injections rather than by applying the patch: the engine writes each value to the
+    patch and to its injection from the same number, and a report of thousands of workloads would
+    spend as long applying patches as deciding them.
+    """
+    out = {}
+    for injection in injections:
+        section, _, resource = injection.field.partition(".")
+        if section in ("requests", "limits"):
+            out[(section, injection.target, resource)] = parse(injection.value)
+    return out
+
+
+def _of(added: Mapping[tuple[str, str, str], Decimal], section: str, name: str) -> dict[str, Decimal]:
+    return {
+        resource: value
+        for (where, target, resource), value in added.items()
+        if (where, target) == (section, name)
+    }
 
 
 def _has(body: Mapping[str, Any], field: str) -> bool:
@@ -151,7 +172,7 @@ def evaluate(
     facts = hypothetical.facts_for(item.namespace)
     created = as_created(item.pod, limit_ranges=facts.limit_ranges)
     settings, decision = decide(created, namespace=item.namespace, cluster=hypothetical, profiles=profiles)
-    after = jsonpatch.apply_patch(created, list(decision.ops)) if decision.ops else created
+    added = _added(decision.injections)
     key = pod_workload(created, item.namespace)
     workload_profiles: WorkloadProfiles = profiles.for_workload(key)
     drawn = (summaries or {}).get(key, {})
@@ -164,11 +185,12 @@ def evaluate(
     reports = []
     warnings = list(decision.warnings)
     claimed: set[str] = set()
-    for ref, done in zip(containers(created), containers(after), strict=True):
+    for ref in containers(created):
         mine = [w for w in warnings if w.startswith(f"{ref.name}:")]
         claimed.update(mine)
         profile = workload_profiles.get(ref.name)
-        now, later = _resources(ref.body), _resources(done.body)
+        now = _resources(ref.body)
+        later = {section: {**values, **_of(added, section, ref.name)} for section, values in now.items()}
         sources = _sources(
             ref,
             now=now,
@@ -186,6 +208,7 @@ def evaluate(
             for i in decision.injections
             if i.target == ref.name and not i.field.startswith(_RESOURCE_FIELDS)
         )
+        fields = {a.field for a in adds}
         serving = long_running and ref.group == "containers" and serving_port(ref.body) is not None
         reports.append(
             ContainerReport(
@@ -197,8 +220,11 @@ def evaluate(
                 adds=adds,
                 warnings=tuple(w.removeprefix(f"{ref.name}:").strip() for w in mine),
                 serving=serving,
-                readiness=(_has(ref.body, "readinessProbe"), _has(done.body, "readinessProbe")),
-                pre_stop=(_has_pre_stop(ref.body), _has_pre_stop(done.body)),
+                readiness=(
+                    _has(ref.body, "readinessProbe"),
+                    _has(ref.body, "readinessProbe") or "readinessProbe" in fields,
+                ),
+                pre_stop=(_has_pre_stop(ref.body), _has_pre_stop(ref.body) or "preStop" in fields),
                 profile=profile,
                 summary=drawn.get(ref.name),
             )
@@ -216,8 +242,8 @@ def evaluate(
         warnings=tuple(w for w in warnings if w not in claimed),
         skipped=decision.skipped,
         assumed=real.mode is Mode.OFF and settings.mode is not Mode.OFF,
-        requests=(pod_total(created, "requests", added={}), pod_total(after, "requests", added={})),
-        limits=(pod_total(created, "limits", added={}), pod_total(after, "limits", added={})),
+        requests=(pod_total(created, "requests", added={}), pod_total(created, "requests", added=added)),
+        limits=(pod_total(created, "limits", added={}), pod_total(created, "limits", added=added)),
     )
 
 

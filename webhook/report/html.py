@@ -21,23 +21,35 @@ from webhook.report.views import (
     summary_cards,
 )
 
-__all__ = ["render_html"]
+__all__ = ["CHARTED", "render_html"]
+
+CHARTED = 100  # workloads drawn in full in the html report
 
 
 def _anchor(workload: WorkloadReport) -> str:
     return f"#w-{workload.namespace}-{workload.kind}-{workload.name}"
 
 
-def _drawn(workload: WorkloadReport) -> bool:
-    return any(c.summary is not None for c in workload.containers)
+def _weight(workload: WorkloadReport) -> float:
+    """How much a workload's requests change, all its Pods together (1 core weighs as 4 GiB)."""
+    now, after = workload.requests
+    cpu = abs(float(after.get("cpu", 0)) - float(now.get("cpu", 0)))
+    memory = abs(float(after.get("memory", 0)) - float(now.get("memory", 0))) / 2**32
+    return (cpu + memory) * max(workload.replicas, 1)
 
 
-def _details(report: Report) -> str:
-    """Charts for the workloads that have usage summaries, collapsed (a fleet has thousands)."""
+def _charted(report: Report) -> list[WorkloadReport]:
+    """The workloads that get charts: with a usage summary, the `CHARTED` whose requests change most."""
+    drawn = [w for w in report.workloads if any(c.summary is not None for c in w.containers)]
+    chosen = {id(w) for w in sorted(drawn, key=_weight, reverse=True)[:CHARTED]}
+    return [w for w in drawn if id(w) in chosen]
+
+
+def _details(report: Report, charted: list[WorkloadReport]) -> str:
+    """Charts for the workloads in `charted`, collapsed: a fleet has thousands of containers, and the
+    page must stay a file a browser opens quickly (the dashboard draws every workload)."""
     parts = []
-    for workload in report.workloads:
-        if not _drawn(workload):
-            continue
+    for workload in charted:
         body = "".join(container_detail(workload, c) for c in workload.containers)
         parts.append(
             f'<details id="{escape(_anchor(workload)[1:])}"><summary>{escape(workload.namespace)} / '
@@ -45,10 +57,16 @@ def _details(report: Report) -> str:
         )
     if not parts:
         return ""
-    return "<h2>Usage against requests</h2>" + "".join(parts)
+    note = (
+        f'<p class="sub">The {len(parts)} workloads whose requests change most (of those with a usage '
+        "summary); <code>pod-tailor dashboard</code> draws every one.</p>"
+    )
+    return "<h2>Usage against requests</h2>" + note + "".join(parts)
 
 
 def render_html(report: Report) -> str:
+    charted = _charted(report)
+    anchored = {id(w) for w in charted}
     generated = stamp(report.generated_at) or "-"
     built = stamp(report.profiles_at) or "never"
     body = (
@@ -62,7 +80,7 @@ def render_html(report: Report) -> str:
         + "<h2>Namespaces</h2>"
         + namespace_table(report)
         + "<h2>Containers</h2>"
-        + container_rows(report.workloads, link=lambda w: _anchor(w) if _drawn(w) else "")
-        + _details(report)
+        + container_rows(report.workloads, link=lambda w: _anchor(w) if id(w) in anchored else "")
+        + _details(report, charted)
     )
     return document("pod-tailor report", body, script=SORT_SCRIPT)
