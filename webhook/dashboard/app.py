@@ -11,13 +11,14 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+import orjson
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from webhook import __version__
 from webhook.dashboard import pages
 from webhook.dashboard.fleet import Fleet, FleetKeeper
-from webhook.report.document import report_document, stamp, totals_document, workload_document
+from webhook.report.document import report_document, stamp, totals_document
 
 __all__ = ["create_dashboard"]
 
@@ -52,10 +53,11 @@ def _namespaces(fleet: Fleet) -> dict[str, Any]:
     }
 
 
-def _namespace(fleet: Fleet, namespace: str) -> dict[str, Any]:
+def _namespace(fleet: Fleet, namespace: str) -> bytes:
+    """The namespace's document; its workloads come encoded already (see `Fleet.workload_json`)."""
     report, seen = fleet.report, fleet.dry_run
     totals = report.namespaces.get(namespace)
-    return {
+    head = {
         "name": namespace,
         "mode": report.modes.get(namespace, ""),
         "policy": report.policies.get(namespace, ""),
@@ -67,8 +69,14 @@ def _namespace(fleet: Fleet, namespace: str) -> dict[str, Any]:
             "values": dict(seen.values.get(namespace, {})),
             "error": seen.error,
         },
-        "workloads": [workload_document(w) for w in fleet.by_namespace.get(namespace, ())],
+        "workloads": [],
     }
+    pieces = b",".join(fleet.workload_json(w) for w in fleet.by_namespace.get(namespace, ()))
+    return orjson.dumps(head)[: -len(b"[]}")] + b"[" + pieces + b"]}"
+
+
+def _json(body: bytes) -> Response:
+    return Response(body, media_type="application/json")
 
 
 def create_dashboard(keeper: FleetKeeper, *, background: bool = True) -> FastAPI:
@@ -149,12 +157,12 @@ def create_dashboard(keeper: FleetKeeper, *, background: bool = True) -> FastAPI
     @app.get("/api/report")
     async def api_report() -> Response:
         fleet = keeper.current
-        return JSONResponse(report_document(fleet.report)) if fleet else unready(True)
+        return _json(orjson.dumps(report_document(fleet.report))) if fleet else unready(True)
 
     @app.get("/api/namespaces")
     async def api_namespaces() -> Response:
         fleet = keeper.current
-        return JSONResponse(_namespaces(fleet)) if fleet else unready(True)
+        return _json(orjson.dumps(_namespaces(fleet))) if fleet else unready(True)
 
     @app.get("/api/namespaces/{namespace}")
     async def api_namespace(namespace: str) -> Response:
@@ -163,7 +171,7 @@ def create_dashboard(keeper: FleetKeeper, *, background: bool = True) -> FastAPI
             return unready(True)
         if namespace not in fleet.report.namespaces and namespace not in fleet.report.modes:
             return missing(f"namespace {namespace} is not in the report", api=True)
-        return JSONResponse(_namespace(fleet, namespace))
+        return _json(_namespace(fleet, namespace))
 
     @app.get("/api/namespaces/{namespace}/{kind}/{name}")
     async def api_workload(namespace: str, kind: str, name: str) -> Response:
@@ -173,6 +181,6 @@ def create_dashboard(keeper: FleetKeeper, *, background: bool = True) -> FastAPI
         found = fleet.index.get((namespace, kind, name))
         if found is None:
             return missing(f"{kind}/{name} in namespace {namespace} is not in the report", api=True)
-        return JSONResponse(workload_document(found))
+        return _json(fleet.workload_json(found))
 
     return app

@@ -15,10 +15,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from webhook.core.policy import PolicySet
 from webhook.dashboard.dryrun import DryRunSeen, read_dry_run
 from webhook.profiles.prometheus import Prometheus
 from webhook.profiles.store import ProfileStore
+from webhook.report.document import workload_document
 from webhook.report.live import read_cluster
 from webhook.report.model import Report, WorkloadReport
 from webhook.report.pipeline import build_report
@@ -38,6 +41,16 @@ class Fleet:
     profiled: frozenset[str]  # namespaces the profile store has profiles for
     dry_run: DryRunSeen
     seconds: float = 0.0  # how long the load took
+    encoded: dict[Key, bytes] = field(default_factory=dict)  # each workload's JSON, made once when asked
+
+    def workload_json(self, workload: WorkloadReport) -> bytes:
+        """The workload's document as JSON, encoded on first use: a namespace of thousands is served
+        from these pieces instead of being encoded again for every request."""
+        key = (workload.namespace, workload.kind, workload.name)
+        found = self.encoded.get(key)
+        if found is None:
+            found = self.encoded[key] = orjson.dumps(workload_document(workload))
+        return found
 
     @classmethod
     def of(
