@@ -71,8 +71,12 @@ def _namespace(fleet: Fleet, namespace: str) -> bytes:
         },
         "workloads": [],
     }
-    pieces = b",".join(fleet.workload_json(w) for w in fleet.by_namespace.get(namespace, ()))
-    return orjson.dumps(head)[: -len(b"[]}")] + b"[" + pieces + b"]}"
+    return _with_workloads(head, [fleet.workload_json(w) for w in fleet.by_namespace.get(namespace, ())])
+
+
+def _with_workloads(head: dict[str, Any], pieces: list[bytes]) -> bytes:
+    """`head` (whose last key is an empty "workloads") with the encoded workloads spliced in."""
+    return orjson.dumps(head)[: -len(b"[]}")] + b"[" + b",".join(pieces) + b"]}"
 
 
 def _json(body: bytes) -> Response:
@@ -157,7 +161,10 @@ def create_dashboard(keeper: FleetKeeper, *, background: bool = True) -> FastAPI
     @app.get("/api/report")
     async def api_report() -> Response:
         fleet = keeper.current
-        return _json(orjson.dumps(report_document(fleet.report))) if fleet else unready(True)
+        if fleet is None:
+            return unready(True)
+        head = report_document(fleet.report, workloads=False)
+        return _json(_with_workloads(head, [fleet.workload_json(w) for w in fleet.report.workloads]))
 
     @app.get("/api/namespaces")
     async def api_namespaces() -> Response:

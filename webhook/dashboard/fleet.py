@@ -116,7 +116,10 @@ def load_fleet(config: FleetConfig) -> Fleet:
     )
     profiled = frozenset(key.namespace for key in usage.document.workloads)
     dry_run = _dry_run(config, time.time())
-    return Fleet.of(report, profiled=profiled, dry_run=dry_run, seconds=time.monotonic() - started)
+    fleet = Fleet.of(report, profiled=profiled, dry_run=dry_run, seconds=time.monotonic() - started)
+    for workload in report.workloads:  # here, in the background, not in the first request for them
+        fleet.workload_json(workload)
+    return fleet
 
 
 @dataclass

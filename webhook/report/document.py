@@ -136,7 +136,9 @@ def totals_document(totals: Totals) -> dict[str, Any]:
     }
 
 
-def report_document(report: Report) -> dict[str, Any]:
+def report_document(report: Report, *, workloads: bool = True) -> dict[str, Any]:
+    """The whole document; `workloads=False` leaves their list empty (for a caller that has them
+    encoded already)."""
     namespaces = {
         ns: {"mode": report.modes.get(ns, ""), "policy": report.policies.get(ns, ""), **totals_document(t)}
         for ns, t in report.namespaces.items()
@@ -149,8 +151,8 @@ def report_document(report: Report) -> dict[str, Any]:
         "profiles": {"source": report.profiles, "builtAt": stamp(report.profiles_at)},
         "problems": list(report.problems),
         "changes": report.changed,
-        "workloads": [workload_document(w) for w in report.workloads],
         "totals": {"cluster": totals_document(report.cluster), "namespaces": namespaces},
+        "workloads": [workload_document(w) for w in report.workloads] if workloads else [],
     }
 
 
