@@ -31,6 +31,7 @@ from tests.dashboard import demo  # noqa: E402
 from tests.dashboard.browser import start_browser  # noqa: E402
 from webhook.dashboard.app import create_dashboard  # noqa: E402
 from webhook.dashboard.fleet import FleetConfig, FleetKeeper, load_fleet  # noqa: E402
+from webhook.profiles.prometheus import Prometheus  # noqa: E402
 from webhook.profiles.store import FileStore  # noqa: E402
 
 
@@ -105,7 +106,9 @@ def dashboard(
 ) -> Iterator[Dashboard]:
     kube, kubeconfig = demo_cluster
     config = FleetConfig(
-        store=FileStore(demo_store), kubeconfig=str(kubeconfig), prometheus=dry_run_prometheus.url
+        store=FileStore(demo_store),
+        kubeconfig=str(kubeconfig),
+        prometheus=lambda: Prometheus(dry_run_prometheus.url, timeout=30),
     )
     keeper = FleetKeeper(lambda: load_fleet(config), interval=3600)
     with serving(keeper) as url:

@@ -11,12 +11,14 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from webhook.commands.options import add_prometheus_options, add_store_options, store_from
 from webhook.config.policies import load_policy_file
 from webhook.core.policy import PolicyError
 from webhook.dashboard.fleet import FleetConfig, FleetKeeper, load_fleet
+from webhook.profiles.prometheus import Prometheus
 from webhook.profiles.store import StoreError
 
 __all__ = ["register"]
@@ -64,6 +66,12 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=_main)
 
 
+def _prometheus(args: argparse.Namespace) -> Callable[[], Prometheus] | None:
+    """How to open the Prometheus that scrapes the webhook; a page never waits longer than 30 s on it."""
+    url, timeout = args.prometheus, min(args.timeout, 30.0)
+    return (lambda: Prometheus(url, timeout=timeout)) if url else None
+
+
 def _main(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -84,8 +92,7 @@ def _main(args: argparse.Namespace) -> int:
         own_namespace=args.store_namespace,
         policy_configmap=args.policy_configmap,
         policies=policies,
-        prometheus=args.prometheus,
-        prometheus_timeout=min(args.timeout, 30.0),
+        prometheus=_prometheus(args),
         dry_run_window=args.dry_run_window,
     )
     keeper = FleetKeeper(lambda: load_fleet(config), interval=args.refresh_seconds)

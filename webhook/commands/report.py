@@ -121,7 +121,7 @@ def _version(text: str | None) -> tuple[int, int] | None:
 
 def _usage(args: argparse.Namespace, progress: Progress) -> Usage:
     if args.prometheus:
-        return built_now(build_run(args), build_settings(args), progress=progress.step)
+        return built_now(build_run(args), build_settings(args), where=args.prometheus, progress=progress.step)
     try:
         store = store_from(args)
     except StoreError as exc:

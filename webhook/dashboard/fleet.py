@@ -74,17 +74,17 @@ class FleetConfig:
     own_namespace: str = "pod-tailor"
     policy_configmap: str = "pod-tailor-policy"
     policies: PolicySet | None = None
-    prometheus: str | None = None
-    prometheus_timeout: float = 30.0
+    # Opens a client to the Prometheus that scrapes the webhook (for the dry-run counts); None: none.
+    prometheus: Callable[[], Prometheus] | None = None
     dry_run_window: str = "24h"
     api_client: Any = None  # a kubernetes ApiClient; None: found from `kubeconfig`
     host: str = ""
 
 
 def _dry_run(config: FleetConfig, at: float) -> DryRunSeen:
-    if not config.prometheus:
+    if config.prometheus is None:
         return DryRunSeen(config.dry_run_window, error="no Prometheus configured (--prometheus-url)")
-    prom = Prometheus(config.prometheus, timeout=config.prometheus_timeout)
+    prom = config.prometheus()
     try:
         return read_dry_run(prom, window=config.dry_run_window, at=at)
     finally:

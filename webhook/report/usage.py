@@ -66,11 +66,13 @@ def from_store(store: ProfileStore) -> Usage:
     return Usage(document, document.snapshot(origin=store.describe()))
 
 
-def built_now(run: BuildRun, settings: BuildSettings, *, progress: Callable[[str], None]) -> Usage:
-    """Profiles built from Prometheus now (`--prometheus-url`); a failed build is a problem, not an error."""
+def built_now(
+    run: BuildRun, settings: BuildSettings, *, where: str, progress: Callable[[str], None]
+) -> Usage:
+    """Profiles built from Prometheus (`where`) now; a failed build is a problem, not an error."""
     store = MemoryStore()
     try:
         build_once(run, settings, store, progress=progress)
     except (PrometheusError, StoreError, ValueError) as exc:
-        return without_profiles(f"profiles from {run.url}: {exc}: every value from the policy")
-    return Usage(store.document, store.document.snapshot(origin=f"built from {run.url} for this report"))
+        return without_profiles(f"profiles from {where}: {exc}: every value from the policy")
+    return Usage(store.document, store.document.snapshot(origin=f"built from {where} for this report"))
