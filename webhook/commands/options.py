@@ -111,6 +111,11 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-checkpoint", action="store_true", help="read the whole window from Prometheus every time"
     )
+    parser.add_argument(
+        "--summary-days", type=int, default=defaults.summary_days,
+        help=f"days of hourly usage kept as each container's drawable summary (one query a day; 0: none)"
+        f" [{defaults.summary_days}]",
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
 
@@ -142,6 +147,7 @@ def build_settings(args: argparse.Namespace) -> BuildSettings:
         slices=max(0, args.slices),
         samples_per_query=args.samples_per_query,
         startup_lookback=args.startup_lookback,
+        summary_days=max(0, args.summary_days),
         strategy=strategy,
     )
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from webhook.core.quantity import QuantityError, parse, render_bytes, render_cpu
 
-__all__ = ["QUANTILES", "UsageSummary", "decode_summaries", "decode_summary", "encode_summary"]
+__all__ = ["HOURS", "QUANTILES", "UsageSummary", "decode_summaries", "decode_summary", "encode_summary"]
 
 QUANTILES = ("p50", "p90", "p95", "p99", "max")
 HOURS = 24
