@@ -156,15 +156,16 @@ def usage_by_controller(namespaces: Sequence[str], *, rate_window: int, recorded
     """CPU (`stat="cpu"`, cores) and working set (`stat="memory"`, bytes) per container, averaged over
     the Pods of one controller: for a range query at coarse steps (the drawable summaries).
 
-    The Pods' random suffix is cut off in PromQL (`controller`, with `collapsed="1"`), so replicas and
-    churned Pods of one ReplicaSet, DaemonSet or Job arrive as one series instead of one each.
+    The Pods' random suffix is cut off in PromQL, so replicas and churned Pods of one ReplicaSet,
+    DaemonSet or Job arrive as one series instead of one each: `controller` is `<name>~` for a Pod
+    whose suffix was cut, `~<name>` for one without (a StatefulSet's, a bare Pod); `~` is never in a
+    name. One `label_replace` (a regular expression per series and step is most of this query's cost).
     """
 
     def per_controller(expression: str) -> str:
-        named = f'label_replace({expression}, "controller", "$1", "pod", "(.*)")'
-        cut = f'label_replace({named}, "controller", "$1", "pod", "(.+)-{SAFE_SUFFIX}")'
-        marked = f'label_replace({cut}, "collapsed", "1", "pod", ".+-{SAFE_SUFFIX}")'
-        return f"avg by (namespace, controller, collapsed, container) ({marked})"
+        pattern = f"(?:(.+)-{SAFE_SUFFIX}|(.+))"
+        cut = f'label_replace({expression}, "controller", "${{1}}~${{2}}", "pod", "{pattern}")'
+        return f"avg by (namespace, controller, container) ({cut})"
 
     cpu = per_controller(cpu_usage(namespaces, rate_window=rate_window, recorded=recorded))
     memory = per_controller(selector(MEMORY_METRIC, namespaces))

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from webhook.core.workload import WorkloadKey
 from webhook.profiles import queries
 from webhook.profiles.identity import Owners
-from webhook.profiles.prometheus import Prometheus, PrometheusError
+from webhook.profiles.prometheus import Prometheus, PrometheusError, Series
 from webhook.profiles.strategy import exact_quantile
 from webhook.profiles.summary import HOURS, UsageSummary
 
@@ -56,11 +57,17 @@ class _Usage:
         return [s / n if n else None for s, n in zip(self.sums, self.counts, strict=True)]
 
 
-def _key(owners: Owners, labels: dict[str, str]) -> tuple[WorkloadKey, str] | None:
-    namespace, name, container = labels.get("namespace"), labels.get("controller"), labels.get("container")
-    if not namespace or not name or not container:
+def _key(owners: Owners, labels: Mapping[str, str]) -> tuple[WorkloadKey, str] | None:
+    """The workload and container of a series (see `queries.usage_by_controller` for `controller`)."""
+    namespace, controller, container = (
+        labels.get("namespace"),
+        labels.get("controller", ""),
+        labels.get("container"),
+    )
+    cut, _, whole = controller.partition("~")
+    if not namespace or not container or not (cut or whole):
         return None
-    pod = f"{name}-{_ANY_SUFFIX}" if labels.get("collapsed") == "1" else name
+    pod = f"{cut}-{_ANY_SUFFIX}" if cut else whole
     return owners.workload(namespace, pod), container
 
 
@@ -80,17 +87,23 @@ def summarize(
     query = queries.usage_by_controller(namespaces, rate_window=rate_window, recorded=recorded)
     usage: defaultdict[tuple[WorkloadKey, str, str], _Usage] = defaultdict(_Usage)
     last = end - end % HOUR
+
+    def day(number: int) -> list[Series]:
+        hi = last - number * DAY
+        return prom.range(query, start=hi - DAY + HOUR, end=hi, step=HOUR)
+
     try:
-        for day in range(days):
-            hi = last - day * DAY
-            for series in prom.range(query, start=hi - DAY + HOUR, end=hi, step=HOUR):
-                found = _key(owners, dict(series.labels))
-                stat = series.labels.get("stat")
-                if found is None or stat not in ("cpu", "memory"):
-                    continue
-                into = usage[(*found, stat)]
-                for at, value in series.points:
-                    into.add(at, value)
+        # Two days at a time: Prometheus evaluates them on both cores while the answers are read here.
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            for answer in pool.map(day, range(days)):
+                for series in answer:
+                    found = _key(owners, series.labels)
+                    stat = series.labels.get("stat")
+                    if found is None or stat not in ("cpu", "memory"):
+                        continue
+                    into = usage[(*found, stat)]
+                    for at, value in series.points:
+                        into.add(at, value)
     except PrometheusError as exc:
         progress(f"  summaries left out: {exc}")
         return {}
