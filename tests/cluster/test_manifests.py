@@ -240,13 +240,13 @@ class TestWebhookDeployment:
     @pytest.mark.parametrize("name", ["pod-tailor", "pod-tailor-recommender"])
     def test_every_environment_variable_is_a_real_setting_and_args_parse(self, name: str) -> None:
         deployment = find(base_objects(), "Deployment", name)
-        (container,) = deployment["spec"]["template"]["spec"]["containers"]
         fields = {f.name for f in dataclasses.fields(Settings)}
-        for env in container["env"]:
-            if env["name"].startswith(ENV_PREFIX):
-                assert env["name"].removeprefix(ENV_PREFIX).lower() in fields, env["name"]
-        args = build_parser().parse_args(container["args"])
-        assert args.command == container["args"][0]
+        for container in deployment["spec"]["template"]["spec"]["containers"]:
+            for env in container["env"]:
+                if env["name"].startswith(ENV_PREFIX):
+                    assert env["name"].removeprefix(ENV_PREFIX).lower() in fields, env["name"]
+            args = build_parser().parse_args(container["args"])
+            assert args.command == container["args"][0]
 
     def test_the_recommender_is_a_single_writer(self) -> None:
         recommender = find(base_objects(), "Deployment", "pod-tailor-recommender")

@@ -36,6 +36,7 @@ def test_settings(**overrides: object) -> BuildSettings:
     values: dict[str, object] = {
         "window": "14d", "step": "5m", "rate_window": "10m", "coverage_step": "5m",
         "startup_lookback": "14d",
+        "summary_days": 0,  # the drawable summaries' pass is tested on its own (test_summaries.py)
         "strategy": strategy,
     }
     values.update(overrides)

@@ -22,6 +22,8 @@ COMMANDS = (
     "webhook.commands.profiles",
     "webhook.commands.recommend",
     "webhook.commands.certs",
+    "webhook.commands.report",
+    "webhook.commands.dashboard",
 )
 
 

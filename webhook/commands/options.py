@@ -29,7 +29,10 @@ __all__ = [
 
 def add_store_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("store")
-    group.add_argument("--store", type=Path, help="profile store file (default: the shared default location)")
+    group.add_argument(
+        "--store", "--profiles-path", dest="store", type=Path,
+        help="profile store file (default: the shared default location)",
+    )
     group.add_argument(
         "--kubernetes", action="store_true", help="use ConfigMaps in --store-namespace instead of a file"
     )
@@ -100,6 +103,11 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-checkpoint", action="store_true", help="read the whole window from Prometheus every time"
     )
+    parser.add_argument(
+        "--summary-days", type=int, default=defaults.summary_days,
+        help=f"days of hourly usage kept as each container's drawable summary (one query a day; 0: none)"
+        f" [{defaults.summary_days}]",
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
 
@@ -146,6 +154,7 @@ def build_settings(args: argparse.Namespace) -> BuildSettings:
         slices=max(0, args.slices),
         samples_per_query=args.samples_per_query,
         startup_lookback=args.startup_lookback,
+        summary_days=max(0, args.summary_days),
         strategy=strategy,
     )
 

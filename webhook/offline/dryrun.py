@@ -68,7 +68,8 @@ def controller_pod(source: PodSource, *, namespace: str | None) -> dict[str, Any
             pod.get("metadata", {}).pop(field, None)
         pod.pop("status", None)
     else:
-        name = str((document.get("metadata") or {}).get("name") or "preview")
+        meta_in = document.get("metadata") or {}
+        name = str(meta_in.get("name") or meta_in.get("generateName") or "preview")  # as pod_sources does
         template = copy.deepcopy(source.pod)
         meta = template.get("metadata") or {}
         labels = dict(meta.get("labels") or {})
@@ -76,6 +77,9 @@ def controller_pod(source: PodSource, *, namespace: str | None) -> dict[str, Any
         hashed = _template_hash(template)
         if kind == "Deployment":
             labels["pod-template-hash"] = hashed
+            owner, generate = _owner("apps/v1", "ReplicaSet", f"{name}-{hashed}"), f"{name}-{hashed}-"
+        elif kind == "Rollout":  # Argo Rollouts own ReplicaSets too, with their own hash label
+            labels["rollouts-pod-template-hash"] = hashed
             owner, generate = _owner("apps/v1", "ReplicaSet", f"{name}-{hashed}"), f"{name}-{hashed}-"
         elif kind == "CronJob":
             job = f"{name}-28000000"

@@ -26,6 +26,7 @@ TEMPLATE_PATHS: Mapping[str, tuple[str, ...]] = {
     "ReplicationController": ("spec", "template"),
     "Job": ("spec", "template"),
     "CronJob": ("spec", "jobTemplate", "spec", "template"),
+    "Rollout": ("spec", "template"),  # Argo Rollouts (argoproj.io/v1alpha1)
 }
 
 

@@ -41,6 +41,7 @@ from webhook.profiles.slices import (
 )
 from webhook.profiles.store import ProfileDocument, WorkloadEntry
 from webhook.profiles.strategy import ContainerHistory, SeriesStats, StrategySettings, recommend
+from webhook.profiles.summarize import summarize
 from webhook.profiles.totals import attach_totals, fetch_totals
 
 __all__ = ["BuildResult", "BuildSettings", "IncrementalBuild", "build_profiles"]
@@ -80,6 +81,7 @@ class BuildSettings:
     # share of the pooled percentile is exact rather than interpolated between a few quantiles.
     raw_limit: int = 200
     raw_budget: int = 2_000_000  # at most this many values fetched whole per build (memory bound)
+    summary_days: int = 7  # days of hourly usage for the drawable summaries (`summarize`); 0: none
     strategy: StrategySettings = field(default_factory=StrategySettings)
 
     def __post_init__(self) -> None:
@@ -423,8 +425,15 @@ def build_profiles(
         if requests.get(latest):
             current[key][container] = requests[latest]
     attach_totals(containers, totals_f.result(), owners=owners, series=stats)
+    drawn = summarize(
+        prom, namespaces=ns, rate_window=collector.rate, recorded=settings.cpu_rate_metric, owners=owners,
+        end=end, days=settings.summary_days, progress=progress,
+    ) if settings.summary_days > 0 else {}
     workloads = {
-        key: WorkloadEntry(dict(profiles), dict(current.get(key, {})))
+        key: WorkloadEntry(
+            dict(profiles), dict(current.get(key, {})),
+            {name: found for name, found in drawn.get(key, {}).items() if name in profiles},
+        )
         for key, profiles in containers.items()
     }
     stamp = time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime(end))

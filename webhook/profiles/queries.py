@@ -22,6 +22,7 @@ __all__ = [
     "requests_query",
     "selector",
     "stat_label",
+    "usage_by_controller",
     "usage_totals",
 ]
 
@@ -31,6 +32,7 @@ START_METRIC = "container_start_time_seconds"
 OOM_METRIC = "kube_pod_container_status_last_terminated_reason"
 REQUESTS_METRIC = "kube_pod_container_resource_requests"
 _BY = "namespace, pod, container"
+SAFE_SUFFIX = "[bcdfghjklmnpqrstvwxz2456789]{5}"  # the random 5 characters at the end of a Pod's name
 
 _DURATION = re.compile(r"^(\d+)([smhdw])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -149,6 +151,26 @@ def memory_stats(namespaces: Sequence[str], *, span: int, latest: int = 300) -> 
                        "latest"),
         ]
     )
+
+
+def usage_by_controller(namespaces: Sequence[str], *, rate_window: int, recorded: str | None = None) -> str:
+    """CPU (`stat="cpu"`, cores) and working set (`stat="memory"`, bytes) per container, averaged over
+    the Pods of one controller: for a range query at coarse steps (the drawable summaries).
+
+    The Pods' random suffix is cut off in PromQL, so replicas and churned Pods of one ReplicaSet,
+    DaemonSet or Job arrive as one series instead of one each: `controller` is `<name>~` for a Pod
+    whose suffix was cut, `~<name>` for one without (a StatefulSet's, a bare Pod); `~` is never in a
+    name. One `label_replace` (a regular expression per series and step is most of this query's cost).
+    """
+
+    def per_controller(expression: str) -> str:
+        pattern = f"(?:(.+)-{SAFE_SUFFIX}|(.+))"
+        cut = f'label_replace({expression}, "controller", "${{1}}~${{2}}", "pod", "{pattern}")'
+        return f"avg by (namespace, controller, container) ({cut})"
+
+    cpu = per_controller(cpu_usage(namespaces, rate_window=rate_window, recorded=recorded))
+    memory = per_controller(selector(MEMORY_METRIC, namespaces))
+    return _union([stat_label(cpu, "cpu"), stat_label(memory, "memory")])
 
 
 def coverage(namespaces: Sequence[str], *, span: int, coverage_step: int) -> str:

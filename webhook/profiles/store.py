@@ -24,6 +24,7 @@ from webhook.core.quantity import QuantityError, parse, render, render_bytes, re
 from webhook.core.snapshot import ProfileSnapshot
 from webhook.core.workload import WorkloadKey
 from webhook.profiles.recorded import RecordedError, decode_recorded, encode_recorded
+from webhook.profiles.summary import UsageSummary, decode_summaries, encode_summary
 
 __all__ = [
     "FORMAT_VERSION",
@@ -35,6 +36,7 @@ __all__ = [
     "decode_document",
     "default_store_path",
     "encode_document",
+    "encode_profile",
     "load_snapshot",
     "merge_documents",
     "replace_scope",
@@ -54,6 +56,7 @@ class WorkloadEntry:
 
     containers: Mapping[str, ContainerProfile]
     current: Mapping[str, Mapping[str, Decimal]] = field(default_factory=dict)  # container -> cpu/memory
+    summaries: Mapping[str, UsageSummary] = field(default_factory=dict)  # container -> drawable usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +187,8 @@ def encode_document(document: ProfileDocument) -> dict[str, Any]:
                 name: {res: render(res, v) for res, v in sorted(req.items())}
                 for name, req in sorted(entry.current.items())
             }
+        if entry.summaries:
+            item["summaries"] = {name: encode_summary(s) for name, s in sorted(entry.summaries.items())}
         workloads[str(key)] = item
     return {
         "apiVersion": f"pod-tailor.io/profiles/v{FORMAT_VERSION}",
@@ -217,7 +222,8 @@ def decode_document(data: Any, *, where: str) -> ProfileDocument:
                 current[name] = {res: parse(v) for res, v in req.items()}
             except QuantityError as exc:
                 raise StoreError(f"{where}: {text}/{name} current: {exc}") from None
-        workloads[key] = WorkloadEntry(containers, current)
+        summaries = decode_summaries(item.get("summaries"), where=f"{where}: {text}")
+        workloads[key] = WorkloadEntry(containers, current, summaries)
     try:
         generated_at = float(data.get("generatedAt", 0.0))
     except (TypeError, ValueError):
@@ -298,3 +304,6 @@ def load_snapshot(path: Path | None = None) -> ProfileSnapshot:
     if not store.exists():
         return ProfileSnapshot(profiles={}, taken_at=0.0, source=f"none (no profiles at {store.path})")
     return store.read().snapshot(origin=store.describe())
+
+
+encode_profile = _encode_profile  # one container profile in the store's JSON form (the report shows it)

@@ -18,6 +18,7 @@ from prometheus_client.registry import Collector
 
 from webhook.admission import Answer, ErrorReason, Outcome, VerdictCache
 from webhook.refreshers.state import State
+from webhook.server.dryrun_counts import DryRunCounts
 
 __all__ = ["Metrics"]
 
@@ -35,6 +36,7 @@ class _AdmissionCounts(Collector):
         self.injections: defaultdict[tuple[str, str, bool], int] = defaultdict(int)
         self.buckets = [0] * (len(_BUCKETS) + 1)  # the last one is +Inf
         self.latency_sum = 0.0
+        self.dry_run = DryRunCounts()  # per namespace: what dry-run mode would have set
 
     def record(self, answer: Answer, seconds: float) -> None:
         self.outcomes[answer.outcome] += 1
@@ -42,6 +44,8 @@ class _AdmissionCounts(Collector):
         self.latency_sum += seconds
         if answer.error is not None:
             self.reasons[answer.error] += 1
+        if answer.outcome is Outcome.DRY_RUN:
+            self.dry_run.record(answer)
         applied = answer.applied
         for kind, source, count in answer.injection_counts:
             self.injections[(kind, source, applied)] += count
@@ -76,6 +80,7 @@ class _AdmissionCounts(Collector):
         for reason, count in self.reasons.items():
             errors.add_metric([reason.value], count)
         yield errors
+        yield from self.dry_run.collect()
 
 
 def _bound(value: float) -> str:

@@ -1,0 +1,109 @@
+"""`pod-tailor dashboard`: a read-only web UI of what pod-tailor would do to the cluster, and JSON under /api.
+
+It reads the cluster and the profile store every --refresh-seconds in the background (the same
+reading as `pod-tailor report`) and serves pages from what it read. Bound to 127.0.0.1 by default:
+reach it with `kubectl -n pod-tailor port-forward deploy/pod-tailor-recommender 8080`. With
+--prometheus-url the namespace pages also show what dry-run namespaces would have got.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from webhook.commands.options import (
+    add_prometheus_options,
+    add_store_options,
+    prometheus_connection,
+    store_from,
+)
+from webhook.config.policies import load_policy_file
+from webhook.core.policy import PolicyError
+from webhook.dashboard.fleet import FleetConfig, FleetKeeper, load_fleet
+from webhook.profiles.prometheus import Prometheus
+from webhook.profiles.store import StoreError
+
+__all__ = ["register"]
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "dashboard",
+        help="a read-only web UI of what pod-tailor would do (served on 127.0.0.1:8080)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on [127.0.0.1]")
+    parser.add_argument("--port", type=int, default=8080, help="port [8080]")
+    parser.add_argument(
+        "--refresh-seconds",
+        type=float,
+        default=60.0,
+        help="how often the cluster and the store are read again [60]",
+    )
+    parser.add_argument(
+        "-n",
+        "--namespace",
+        action="append",
+        default=[],
+        help="only this namespace (repeatable) [the opted-in namespaces]",
+    )
+    parser.add_argument(
+        "-A",
+        "--all-namespaces",
+        action="store_true",
+        help="every namespace, as if each were labelled pod-tailor.io/mode=enforce",
+    )
+    parser.add_argument(
+        "--policy-file", help="policy YAML [the cluster's policy ConfigMap, else the bundled one]"
+    )
+    parser.add_argument(
+        "--policy-configmap",
+        default="pod-tailor-policy",
+        help="the policy ConfigMap in --store-namespace [pod-tailor-policy]",
+    )
+    parser.add_argument("--dry-run-window", default="24h", help="window of the dry-run counts [24h]")
+    add_prometheus_options(parser)
+    add_store_options(parser)
+    parser.set_defaults(func=_main)
+
+
+def _prometheus(args: argparse.Namespace) -> Callable[[], Prometheus] | None:
+    """How to open the Prometheus that scrapes the webhook; a page never waits longer than 30 s on it."""
+    connection = prometheus_connection(args)
+    if connection is None:
+        return None
+    return dataclasses.replace(connection, timeout=min(connection.timeout, 30.0)).open
+
+
+def _main(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from webhook.dashboard.app import create_dashboard
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    try:
+        store = store_from(args)
+        policies = load_policy_file(args.policy_file) if args.policy_file else None
+    except (StoreError, PolicyError) as exc:
+        print(f"pod-tailor dashboard: {exc}", file=sys.stderr)
+        return 1
+    config = FleetConfig(
+        store=store,
+        kubeconfig=args.kubeconfig,
+        namespaces=tuple(args.namespace),
+        all_namespaces=args.all_namespaces,
+        own_namespace=args.store_namespace,
+        policy_configmap=args.policy_configmap,
+        policies=policies,
+        prometheus=_prometheus(args),
+        dry_run_window=args.dry_run_window,
+    )
+    keeper = FleetKeeper(lambda: load_fleet(config), interval=args.refresh_seconds)
+    app = create_dashboard(keeper)
+    uvicorn.run(app, host=args.host, port=args.port, log_config=None, access_log=False)
+    return 0

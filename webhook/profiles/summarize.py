@@ -1,0 +1,124 @@
+"""The build's pass for drawable summaries: each container's usage hour by hour over the last days.
+
+Why not more quantiles in the big passes: each `quantile_over_time` reads every sample of the window
+again, the most expensive thing a build does. This pass asks instead, one day at a time, for a range
+query at 1-hour steps of the usage averaged over the Pods of each controller (`usage_by_controller`):
+Prometheus evaluates the rate 24 times a day per series (a few samples each, a small fraction of one
+pass over the window) and sends one series per ReplicaSet, DaemonSet or Job, not one per Pod. Those
+hourly points give the 24-point day (their mean by UTC hour) and the distribution (their quantiles).
+The quantiles are therefore of hourly averages over the replicas: flatter than the per-Pod usage the
+recommendation's own p95 and peak are measured on, which is why the charts draw both.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from webhook.core.workload import WorkloadKey
+from webhook.profiles import queries
+from webhook.profiles.identity import Owners
+from webhook.profiles.prometheus import Prometheus, PrometheusError, Series
+from webhook.profiles.strategy import exact_quantile
+from webhook.profiles.summary import HOURS, UsageSummary
+
+__all__ = ["summarize"]
+
+HOUR, DAY = 3600, 86_400
+_QUANTILES = (("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99), ("max", 1.0))
+_ANY_SUFFIX = "zzzzz"  # stands for the random suffix cut off in PromQL, so the name reads as a Pod's
+
+
+@dataclass
+class _Usage:
+    """One container of one workload: every hourly point, and their sums by hour of day."""
+
+    values: list[float] = field(default_factory=list)
+    sums: list[float] = field(default_factory=lambda: [0.0] * HOURS)
+    counts: list[int] = field(default_factory=lambda: [0] * HOURS)
+
+    def add(self, at: float, value: float) -> None:
+        if math.isnan(value):
+            return
+        self.values.append(value)
+        hour = int(at // HOUR) % HOURS
+        self.sums[hour] += value
+        self.counts[hour] += 1
+
+    def quantiles(self) -> dict[str, float]:
+        if not self.values:
+            return {}
+        return {name: exact_quantile(self.values, q) for name, q in _QUANTILES}
+
+    def by_hour(self) -> list[float | None]:
+        return [s / n if n else None for s, n in zip(self.sums, self.counts, strict=True)]
+
+
+def _key(owners: Owners, labels: Mapping[str, str]) -> tuple[WorkloadKey, str] | None:
+    """The workload and container of a series (see `queries.usage_by_controller` for `controller`)."""
+    namespace, controller, container = (
+        labels.get("namespace"),
+        labels.get("controller", ""),
+        labels.get("container"),
+    )
+    cut, _, whole = controller.partition("~")
+    if not namespace or not container or not (cut or whole):
+        return None
+    pod = f"{cut}-{_ANY_SUFFIX}" if cut else whole
+    return owners.workload(namespace, pod), container
+
+
+def summarize(
+    prom: Prometheus,
+    *,
+    namespaces: tuple[str, ...],
+    rate_window: int,
+    recorded: str | None,
+    owners: Owners,
+    end: float,
+    days: int,
+    progress: Callable[[str], None],
+) -> dict[WorkloadKey, dict[str, UsageSummary]]:
+    """Summaries by workload and container from the last `days` (one range query a day); a query
+    that fails leaves the summaries out (they are for drawing; the profiles do not need them)."""
+    query = queries.usage_by_controller(namespaces, rate_window=rate_window, recorded=recorded)
+    usage: defaultdict[tuple[WorkloadKey, str, str], _Usage] = defaultdict(_Usage)
+    last = end - end % HOUR
+
+    def day(number: int) -> list[Series]:
+        hi = last - number * DAY
+        return prom.range(query, start=hi - DAY + HOUR, end=hi, step=HOUR)
+
+    try:
+        # Two days at a time: Prometheus evaluates them on both cores while the answers are read here.
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            for answer in pool.map(day, range(days)):
+                for series in answer:
+                    found = _key(owners, series.labels)
+                    stat = series.labels.get("stat")
+                    if found is None or stat not in ("cpu", "memory"):
+                        continue
+                    into = usage[(*found, stat)]
+                    for at, value in series.points:
+                        into.add(at, value)
+    except PrometheusError as exc:
+        progress(f"  summaries left out: {exc}")
+        return {}
+    out: defaultdict[WorkloadKey, dict[str, UsageSummary]] = defaultdict(dict)
+    for key, container in {(k, c) for k, c, _ in usage}:
+        cpu = usage.get((key, container, "cpu"), _Usage())
+        memory = usage.get((key, container, "memory"), _Usage())
+        out[key][container] = UsageSummary(
+            cpu=cpu.quantiles(),
+            memory=memory.quantiles(),
+            cpu_by_hour=cpu.by_hour(),
+            memory_by_hour=memory.by_hour(),
+            samples=max(len(cpu.values), len(memory.values)),
+            basis=f"hourly averages over the Pods, last {days}d",
+        )
+    drawn = sum(len(c) for c in out.values())
+    progress(f"  summaries: {drawn} containers from {days} day(s) of hourly usage")
+    return dict(out)

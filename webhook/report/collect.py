@@ -1,0 +1,116 @@
+"""Workloads to report on, from manifests (a file, a directory, stdin) or from objects listed in a cluster.
+
+Each `Collected` carries the Pod its controller would create (`controller_pod`): that Pod, not the
+template, is what the webhook sees, with the owner reference the engine maps to a workload.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from webhook.core.workload import pod_workload
+from webhook.offline.dryrun import controller_pod
+from webhook.offline.sources import PodSource, SourceError, load_documents, pod_sources
+
+__all__ = ["MANIFEST_SUFFIXES", "Collected", "collected", "from_manifests", "read_manifests", "replicas"]
+
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+@dataclass(frozen=True, slots=True)
+class Collected:
+    kind: str
+    namespace: str
+    name: str
+    pod: dict[str, Any]  # the Pod as its controller would create it (or the review's object)
+    replicas: int
+    origin: str  # the file it came from, or "cluster"
+
+
+def _int(value: object, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
+
+
+def replicas(document: Mapping[str, Any]) -> int:
+    """How many Pods of this workload run at once: the number the totals multiply by.
+
+    DaemonSets count the nodes they are scheduled on when the status says so (else 1); Jobs and
+    CronJobs their parallelism (one run at a time), a suspended CronJob none.
+    """
+    spec = document.get("spec") if isinstance(document.get("spec"), Mapping) else {}
+    assert isinstance(spec, Mapping)
+    kind = document.get("kind")
+    if kind == "DaemonSet":
+        return _int((document.get("status") or {}).get("desiredNumberScheduled"), 1)
+    if kind == "Job":
+        return _int(spec.get("parallelism"), 1)
+    if kind == "CronJob":
+        if spec.get("suspend") is True:
+            return 0
+        job = (spec.get("jobTemplate") or {}).get("spec") or {}
+        return _int(job.get("parallelism"), 1)
+    if kind in ("Pod", "AdmissionReview"):
+        return 1
+    return _int(spec.get("replicas"), 1)
+
+
+def collected(source: PodSource, *, origin: str) -> Collected:
+    """One workload: a review's Pod as sent, anything else as its controller would create it."""
+    if source.is_review:
+        pod = source.pod
+        key = pod_workload(pod, source.namespace)
+        return Collected(key.kind, key.namespace, key.name, pod, 1, origin)
+    pod = controller_pod(source, namespace=source.namespace)
+    key = source.workload
+    return Collected(key.kind, key.namespace, key.name, pod, replicas(source.document), origin)
+
+
+def from_manifests(text: str, *, origin: str, namespace: str | None = None) -> list[Collected]:
+    """Every Pod or pod template in `text`; raises SourceError (one line) for unusable input."""
+    sources = pod_sources(load_documents(text), namespace=namespace)
+    return [collected(source, origin=origin) for source in sources]
+
+
+def _files(path: Path) -> Iterable[Path]:
+    if path.is_dir():
+        return sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in MANIFEST_SUFFIXES)
+    return [path]
+
+
+def read_manifests(
+    paths: Iterable[str], *, stdin: str | None = None, namespace: str | None = None
+) -> tuple[list[Collected], list[str]]:
+    """Workloads from files, directories (recursively) and `-` (stdin); (found, problems).
+
+    A file without workloads (a Service, a kustomization) is passed over; one that cannot be read
+    or parsed is a problem, and the rest is still reported.
+    """
+    found: list[Collected] = []
+    problems: list[str] = []
+    for given in paths:
+        if given == "-":
+            try:
+                found += from_manifests(stdin or "", origin="-", namespace=namespace)
+            except SourceError as exc:
+                problems.append(f"-: {exc}")
+            continue
+        root = Path(given)
+        if not root.exists():
+            problems.append(f"{given}: no such file or directory")
+            continue
+        many = root.is_dir()
+        for path in _files(root):
+            try:
+                text = path.read_text(encoding="utf-8")
+                found += from_manifests(text, origin=str(path), namespace=namespace)
+            except OSError as exc:
+                problems.append(f"{path}: {exc.strerror}")
+            except UnicodeDecodeError:
+                problems.append(f"{path}: not UTF-8 text")
+            except SourceError as exc:
+                if not (many and str(exc).startswith("no Pod or pod template found")):
+                    problems.append(f"{path}: {exc}")
+    return found, problems
