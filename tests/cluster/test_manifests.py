@@ -417,19 +417,21 @@ class TestPrometheusCredentials:
     def test_the_secret_is_mounted_as_files_and_the_settings_read_them(self, tmp_path: Path) -> None:
         objects = with_components(tmp_path, "overlays/cert-manager", ["prometheus-credentials"])
         pod = find(objects, "Deployment", "pod-tailor-recommender")["spec"]["template"]["spec"]
-        (container,) = pod["containers"]
         (volume,) = [v for v in pod["volumes"] if "secret" in v]
-        (mount,) = [m for m in container["volumeMounts"] if m["name"] == volume["name"]]
-        assert mount["readOnly"] is True
-        env = {e["name"]: e.get("value", "from-the-secret") for e in container["env"]}
-        env["POD_TAILOR_PROMETHEUS_URL"] = "https://prometheus.example"  # the user's own patch
-        connection = load_settings({}, env=env, only=PROMETHEUS_FIELDS).prometheus()
-        assert connection is not None
-        for path in (connection.password_file, connection.ca_file):
-            assert path is not None
-            assert path.startswith(mount["mountPath"] + "/")
+        # Both processes read Prometheus: the recommender for builds, the dashboard for dry-run counts.
+        assert {c["name"] for c in pod["containers"]} == {"recommender", "dashboard"}
+        for container in pod["containers"]:
+            (mount,) = [m for m in container["volumeMounts"] if m["name"] == volume["name"]]
+            assert mount["readOnly"] is True
+            env = {e["name"]: e.get("value", "from-the-secret") for e in container["env"]}
+            env["POD_TAILOR_PROMETHEUS_URL"] = "https://prometheus.example"  # the user's own patch
+            connection = load_settings({}, env=env, only=PROMETHEUS_FIELDS).prometheus()
+            assert connection is not None
+            for path in (connection.password_file, connection.ca_file):
+                assert path is not None
+                assert path.startswith(mount["mountPath"] + "/")
+            assert not any("PASSWORD" in e["name"] and "value" in e and not e["name"].endswith("_FILE")
+                           for e in container["env"])
         # Files owned by root and mode 0440 are readable through fsGroup by the non-root user only.
         assert volume["secret"]["defaultMode"] == 0o440
         assert pod["securityContext"]["fsGroup"] == pod["securityContext"]["runAsGroup"]
-        assert not any("PASSWORD" in e["name"] and "value" in e and not e["name"].endswith("_FILE")
-                       for e in container["env"])
