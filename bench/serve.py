@@ -38,7 +38,11 @@ import orjson
 from fastapi import FastAPI, Request, Response
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = Path(os.environ.get("POD_TAILOR_CORPUS", ROOT.parent / "shared" / "corpus" / "reviews"))
+sys.path.insert(0, str(ROOT))  # run as a script: the repository's tests package
+from tests.shared import CORPUS as SHARED_CORPUS  # noqa: E402
+from tests.shared import MISSING  # noqa: E402
+
+CORPUS = Path(os.environ.get("POD_TAILOR_CORPUS", SHARED_CORPUS / "reviews"))
 REPLICAS = 8  # per corpus review: distinct uids and ServiceAccount volume names, as real replicas have
 PATH = "/mutate?timeout=10s"
 HOST = "127.0.0.1"
@@ -393,6 +397,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed (apt-get install wrk)")
     paths = sorted(CORPUS.glob("*.json"))
+    if not paths:
+        raise SystemExit(f"no reviews under {CORPUS}: {MISSING} (or set POD_TAILOR_CORPUS)")
     reviews = replicas([p.read_bytes() for p in paths], count=REPLICAS)
     server_cpu, load_cpu = ("0", "1") if (os.cpu_count() or 1) > 1 else ("0", "0")
     if hasattr(os, "sched_setaffinity"):

@@ -21,6 +21,7 @@ import orjson
 import pytest
 import uvicorn
 
+from tests.shared import SAMPLE_REVIEW, review_files
 from webhook.admission import Engine
 from webhook.config.policies import bundled_policies
 from webhook.config.settings import Settings
@@ -31,7 +32,6 @@ from webhook.server.app import create_app
 from webhook.server.certs import KeyPair, make_ca, make_serving_cert, write_pem
 from webhook.server.tls import CertificateReloader
 
-CORPUS = Path("/work/shared/corpus/reviews")
 MUTATE = "/mutate?timeout=10s"
 
 # Namespaces with each mode; any other namespace is unknown and gets the default mode (enforce).
@@ -46,7 +46,8 @@ NAMESPACE_LABELS: Mapping[str, Mapping[str, str]] = {
 
 
 def corpus_files() -> list[Path]:
-    return sorted(CORPUS.glob("*.json"))
+    """The corpus reviews, or none without ../shared (see tests/shared.py)."""
+    return review_files()
 
 
 def free_port() -> int:
@@ -174,7 +175,7 @@ def review_for(
     uid: str | None = None,
 ) -> dict[str, Any]:
     """A corpus review (the sample one by default) with a few fields changed."""
-    source = path or Path(__file__).parents[2] / "webhook" / "data" / "sample-review.json"
+    source = path or SAMPLE_REVIEW
     review: dict[str, Any] = orjson.loads(source.read_bytes())
     request = review["request"]
     if namespace is not None:
