@@ -26,7 +26,7 @@ from webhook.core.namespace import NamespaceSettings
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
 from webhook.core.workload import pod_workload
 
-__all__ = ["Answer", "Engine", "ErrorReason", "admit", "default_engine", "too_large"]
+__all__ = ["Answer", "Engine", "ErrorReason", "admit", "answer_limit", "default_engine", "too_large"]
 
 
 class Engine(Protocol):
@@ -44,6 +44,7 @@ class ErrorReason(StrEnum):
     TOO_LARGE = "body_too_large"
     ENGINE = "engine_fault"
     PATCH = "patch_does_not_apply"
+    ANSWER_TOO_LARGE = "answer_too_large"
 
 
 class Answer(NamedTuple):
@@ -114,10 +115,41 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}{where}: {str(exc)[:200]}"
 
 
-def _answer(review: Review | Peek, found: Verdict) -> Answer:
+MIN_ANSWER_LIMIT = 16 * 1024
+
+
+def answer_limit(request_bytes: int) -> int:
+    """The largest answer for a request of `request_bytes`: twice its size, never under 16 KiB.
+
+    A request must not make the process hold (or send) much more than itself; the floor keeps the
+    small hand-made requests of tests and previews, whose answers may outgrow them, untouched.
+    """
+    return max(2 * request_bytes, MIN_ANSWER_LIMIT)
+
+
+def _too_large_answer(review: Review | Peek, found: Verdict, size: int, limit: int) -> Answer:
+    warning = f"pod-tailor: the answer would be {size} bytes, over {limit}; the Pod was admitted unchanged"
     return Answer(
         200,
-        answer_with_tail(review.uid, found.tail),
+        review_answer(review.uid, warnings=(warning,)),
+        Outcome.ERROR,
+        uid=review.uid,
+        namespace=review.namespace,
+        workload=found.workload,
+        policy=found.policy,
+        dry_run=review.dry_run,
+        error=ErrorReason.ANSWER_TOO_LARGE,
+        detail=f"answer of {size} bytes over the limit of {limit}",
+    )
+
+
+def _answer(review: Review | Peek, found: Verdict, *, request_bytes: int) -> Answer:
+    body = answer_with_tail(review.uid, found.tail)
+    if len(body) > MIN_ANSWER_LIMIT and len(body) > answer_limit(request_bytes):
+        return _too_large_answer(review, found, len(body), answer_limit(request_bytes))
+    return Answer(
+        200,
+        body,
         found.outcome,
         uid=review.uid,
         namespace=review.namespace,
@@ -141,13 +173,13 @@ def admit(
 ) -> Answer:
     """Answer one AdmissionReview body against one pair of snapshots. Never raises."""
     key = None
-    if cache is not None and (peeked := peek_review(body)) is not None:
+    if cache is not None and (peeked := peek_review(body, label_keys=cluster.label_keys_read)) is not None:
         key = cache.key(peeked.namespace, peeked.key, cluster=cluster, profiles=profiles)
         cached = cache.get(key)
         if cached is not None:
             # A replica with these inputs was decided against these snapshots. Only valid Pods are
             # cached, and the inputs hold every field `pod_problem` reads, so this Pod is valid too.
-            return _answer(peeked, cached)
+            return _answer(peeked, cached, request_bytes=len(body))
     parsed = parse_review(body)
     if isinstance(parsed, BadRequest):
         return _bad(parsed)
@@ -156,7 +188,7 @@ def admit(
         return Answer(200, review_answer(review.uid), Outcome.IGNORED, uid=review.uid,
                       namespace=review.namespace or None, dry_run=review.dry_run)
     pod: Any = review.obj
-    inputs = decision_inputs(pod)
+    inputs = decision_inputs(pod, label_keys=cluster.label_keys_read(review.namespace))
     problem = pod_problem(pod, review.uid)
     if problem is not None:
         return _bad(problem)
@@ -172,7 +204,7 @@ def admit(
         return _fault(review, ErrorReason.PATCH, exc, workload=decision.workload or None)
     if cache is not None:
         cache.put(key, found)
-    return _answer(review, found)
+    return _answer(review, found, request_bytes=len(body))
 
 
 def default_engine() -> Engine:

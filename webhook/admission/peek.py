@@ -18,13 +18,14 @@ itself before admission.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple, TypedDict
 
 import msgspec
 import orjson
 
 from webhook.admission.review import API_VERSION, KIND, is_v1_pod
-from webhook.core.inputs import PodInputs
+from webhook.core.inputs import BASE_LABEL_KEYS, PodInputs, metadata_inputs
 
 __all__ = ["Peek", "peek_review"]
 
@@ -33,7 +34,7 @@ class Peek(NamedTuple):
     uid: str
     namespace: str
     dry_run: bool
-    inputs: dict[str, Any]  # equal to `decision_inputs(request.object)`
+    inputs: dict[str, Any]  # equal to `decision_inputs(request.object, label_keys=...)`
     key: bytes  # `inputs` as JSON: what the verdict cache is keyed on
 
 
@@ -67,8 +68,17 @@ class _Review(TypedDict, total=False):
 _decode = msgspec.json.Decoder(_Review).decode
 
 
-def peek_review(body: bytes) -> Peek | None:
-    """The values a cached verdict needs, or None when the body is anything but a plain v1 Pod CREATE."""
+def _base_label_keys(_namespace: str) -> frozenset[str]:
+    return BASE_LABEL_KEYS
+
+
+def peek_review(
+    body: bytes, *, label_keys: Callable[[str], frozenset[str]] = _base_label_keys
+) -> Peek | None:
+    """The values a cached verdict needs, or None when the body is anything but a plain v1 Pod CREATE.
+
+    `label_keys(namespace)`: the label keys read there (`ClusterSnapshot.label_keys_read`).
+    """
     try:
         if not body.isascii():
             body.decode()  # msgspec skips what it does not decode without checking its UTF-8
@@ -99,7 +109,9 @@ def peek_review(body: bytes) -> Peek | None:
         or "spec" not in pod  # `decision_inputs` passes such a Pod through whole
     ):
         return None
-    inputs: dict[str, Any] = {"metadata": pod["metadata"]} if "metadata" in pod else {}
+    inputs: dict[str, Any] = (
+        {"metadata": metadata_inputs(pod["metadata"], label_keys(namespace))} if "metadata" in pod else {}
+    )
     inputs["spec"] = pod["spec"]
     try:
         # msgspec reads integers beyond 64 bits exactly, orjson as floats: only the range both agree on.
