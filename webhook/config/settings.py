@@ -56,6 +56,9 @@ class Settings:
     verdict_cache_size: int = field(
         default=1024, metadata=_doc("answers kept for identical Pods (replicas of one template); 0: none")
     )
+    verdict_cache_bytes: int = field(
+        default=32 * 1024 * 1024, metadata=_doc("bytes the verdict cache may hold (well inside a 256Mi limit)")
+    )
     # Cluster watches (webhook/cluster/).
     watch_cluster: bool = field(
         default=True, metadata=_doc("watch Namespaces, LimitRanges, the policy ConfigMap (if a cluster)")
@@ -97,8 +100,8 @@ class Settings:
             raise SettingsError("cert_reload_seconds must be positive")
         if self.max_body_bytes <= 0:
             raise SettingsError("max_body_bytes must be positive")
-        if self.verdict_cache_size < 0:
-            raise SettingsError("verdict_cache_size must not be negative")
+        if self.verdict_cache_size < 0 or self.verdict_cache_bytes < 0:
+            raise SettingsError("verdict_cache_size and verdict_cache_bytes must not be negative")
         if self.resync_seconds < 1:
             raise SettingsError("resync_seconds must be at least 1")
         if self.profiles_store not in {"file", "kubernetes"}:

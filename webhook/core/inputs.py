@@ -10,7 +10,8 @@ and a large annotation nobody reads costs nothing per cache entry: the `pod-tail
 and LimitRanger's; the `pod-tailor.io/` labels and the label keys the cluster snapshot says are read
 (`ClusterSnapshot.label_keys_read`); of each owner reference its kind, name and controller flag; and
 the Pod's own name only when no controller owner names its workload (`workload.controller_owner`).
-A field of an odd shape is kept whole, so `malformed` judges the inputs as it judges the Pod.
+A field of an odd shape is kept whole, so `malformed` judges the inputs as it judges the Pod, and
+a map left empty stays: whether `metadata.annotations` exists decides the shape of the patch.
 """
 
 from __future__ import annotations

@@ -90,7 +90,7 @@ def create_app(
     """The webhook app. `engine` defaults to the real one; `tls` is watched for rotation when given."""
     decide = engine or default_engine()
     metrics = Metrics(state)
-    cache = VerdictCache(settings.verdict_cache_size)
+    cache = VerdictCache(settings.verdict_cache_size, max_bytes=settings.verdict_cache_bytes)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
