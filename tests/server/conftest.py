@@ -19,7 +19,6 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-import uvicorn
 
 from tests.shared import SAMPLE_REVIEW, review_files
 from webhook.admission import Engine
@@ -28,8 +27,9 @@ from webhook.config.settings import Settings
 from webhook.core.namespace import MODE_LABEL, POLICY_LABEL
 from webhook.core.snapshot import ClusterSnapshot
 from webhook.refreshers.state import Refresher, State
-from webhook.server.app import create_app
 from webhook.server.certs import KeyPair, make_ca, make_serving_cert, write_pem
+from webhook.server.listener import WebhookServer
+from webhook.server.run import build_server
 from webhook.server.tls import CertificateReloader
 
 MUTATE = "/mutate?timeout=10s"
@@ -94,7 +94,7 @@ class RunningServer:
     tls_files: TlsFiles
     state: State
     tls: CertificateReloader
-    server: uvicorn.Server
+    server: WebhookServer
     clients: list[httpx.Client] = field(default_factory=list)
 
     def client(self, **options: Any) -> httpx.Client:
@@ -136,12 +136,7 @@ def running_server(
     )
     state = state or labelled_state()
     tls = CertificateReloader(config_settings.cert_file or "", config_settings.key_file or "")
-    app = create_app(config_settings, state, engine=engine, tls=tls, refreshers=refreshers)
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, ssl_context_factory=lambda _config, _default: tls.listening,
-        log_config=None, access_log=False, lifespan="on",
-    )
-    server = uvicorn.Server(config)
+    server = build_server(config_settings, state, tls, refreshers=refreshers, engine=engine)
     thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
     thread.start()
     deadline = time.monotonic() + 20

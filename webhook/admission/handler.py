@@ -16,7 +16,7 @@ import orjson
 
 from webhook.admission.cache import VerdictCache
 from webhook.admission.patchcheck import check_patch
-from webhook.admission.peek import Peek, peek_review
+from webhook.admission.peek import Peek, peek_review, peek_uid
 from webhook.admission.response import answer_with_tail, bad_request_body, review_answer
 from webhook.admission.review import BadRequest, Review, parse_review, pod_problem
 from webhook.admission.verdict import Outcome, Verdict, verdict
@@ -26,7 +26,16 @@ from webhook.core.namespace import NamespaceSettings
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
 from webhook.core.workload import pod_workload
 
-__all__ = ["Answer", "Engine", "ErrorReason", "admit", "answer_limit", "default_engine", "too_large"]
+__all__ = [
+    "Answer",
+    "Engine",
+    "ErrorReason",
+    "admit",
+    "answer_limit",
+    "default_engine",
+    "shed",
+    "too_large",
+]
 
 
 class Engine(Protocol):
@@ -205,6 +214,19 @@ def admit(
     if cache is not None:
         cache.put(key, found)
     return _answer(review, found, request_bytes=len(body))
+
+
+def shed(body: bytes, reason: str, *, prefix_only: bool = False) -> Answer | None:
+    """Allowed, no patch, a warning: the answer when deciding would cost a caller its deadline.
+
+    Only the uid is read (`peek_uid`); None when it cannot be read, and the caller takes the full
+    path, whose answer for such a body is a cheap 400. `prefix_only`: `body` is the start of the body.
+    """
+    uid = peek_uid(body, prefix_only=prefix_only)
+    if uid is None:
+        return None
+    warning = f"pod-tailor: {reason}; the Pod was admitted unchanged"
+    return Answer(200, review_answer(uid, warnings=(warning,)), Outcome.SHED, uid=uid, detail=reason)
 
 
 def default_engine() -> Engine:

@@ -18,6 +18,7 @@ itself before admission.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any, NamedTuple, TypedDict
 
@@ -27,7 +28,7 @@ import orjson
 from webhook.admission.review import API_VERSION, KIND, is_v1_pod
 from webhook.core.inputs import BASE_LABEL_KEYS, PodInputs, metadata_inputs
 
-__all__ = ["Peek", "peek_review"]
+__all__ = ["Peek", "peek_review", "peek_uid"]
 
 
 class Peek(NamedTuple):
@@ -66,6 +67,38 @@ class _Review(TypedDict, total=False):
 
 
 _decode = msgspec.json.Decoder(_Review).decode
+
+
+class _UidRequest(TypedDict, total=False):
+    uid: Any
+
+
+class _UidReview(TypedDict, total=False):
+    request: _UidRequest
+
+
+_decode_uid = msgspec.json.Decoder(_UidReview).decode
+# How the API server writes a review (Go's field order: TypeMeta, then request.uid first): the uid
+# is in the first few hundred bytes, so a shed answer need not wait for the rest of the body.
+_UID_AT_START = re.compile(rb'^\{"kind":"AdmissionReview","apiVersion":"admission\.k8s\.io/v1",'
+                           rb'"request":\{"uid":"([0-9A-Za-z._-]{1,128})"')
+
+
+def peek_uid(body: bytes, *, prefix_only: bool = False) -> str | None:
+    """`request.uid` of a review, decoding nothing else (for answers that skip the decision).
+
+    With `prefix_only`, `body` may be just the start of a review as the API server writes it.
+    """
+    found = _UID_AT_START.match(body)
+    if found is not None:
+        return found[1].decode()
+    if prefix_only:
+        return None
+    try:
+        uid = _decode_uid(body).get("request", {}).get("uid")
+    except Exception:  # not JSON or odd types: the caller takes the full path, which says what is wrong
+        return None
+    return uid if type(uid) is str and uid else None
 
 
 def _base_label_keys(_namespace: str) -> frozenset[str]:

@@ -29,6 +29,7 @@ class Outcome(StrEnum):
     BAD_REQUEST = "bad-request"  # 400
     TOO_LARGE = "too-large"  # 413
     ERROR = "error"  # our fault: allowed unchanged, with a warning
+    SHED = "shed"  # overloaded or past the request's deadline: allowed unchanged, with a warning
 
 
 @dataclass(frozen=True, slots=True)
