@@ -51,8 +51,7 @@ def _look(server: Server) -> str:
     found = _post(server, orjson.dumps(answer))
     patch = orjson.loads(base64.b64decode(found["patch"])) if "patch" in found else []
     values = {op["path"].rsplit("/", 1)[-1]: op["value"] for op in patch}
-    resources: dict[str, Any] = next((op["value"] for op in patch if op["path"].endswith("/resources")), {})
-    requests = resources.get("requests", {})
+    requests: dict[str, Any] = next((op["value"] for op in patch if op["path"].endswith("/requests")), {})
     valid = server.metric("pod_tailor_policy_configmap_valid")
     return (f"readyz {ready.status_code} ({sources}); cpu request {requests.get('cpu')}, grace "
             f"{values.get('terminationGracePeriodSeconds')}; policy_configmap_valid {valid}; alive "
@@ -85,7 +84,7 @@ def _configmap(name: str, data: dict[str, str] | None = None, binary: dict[str, 
 
 
 def badstate(ca: Path, cert: Path, key: Path, folder: Path, *, quick: bool) -> list[str]:
-    settle = 1.5
+    settle = 3.0  # a failing store is asked again after up to 8 refresh intervals (0.3 s here)
     lines = ["\nbad state (file store, ConfigMap store and policy ConfigMap on the fake API server):"]
     store = folder / "profiles.json"
     store.write_text(json.dumps(good_document()))
