@@ -257,6 +257,7 @@ async def overload(server: Server, bodies: list[bytes], *, clients: int, seconds
             if fresh:
                 client.close()
             index += clients
+        kept.close()
 
     await asyncio.gather(*(one(offset) for offset in range(clients)))
     cpu_used = cpu_of(server.pid) - cpu_before

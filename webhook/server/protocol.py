@@ -53,10 +53,10 @@ class _GuardedProtocol(HttpToolsProtocol):
             oldest = next(iter(guard.waiting), None)
             if oldest is None:
                 guard.cut["refused"] += 1
-                transport.close()
+                transport.abort()
                 return
             guard.cut["evicted"] += 1
-            oldest.transport.close()
+            oldest.transport.abort()
         self._await_headers()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -81,6 +81,17 @@ class _GuardedProtocol(HttpToolsProtocol):
         self._disarm()
         super().on_message_complete()
 
+    def shutdown(self) -> None:
+        """At server shutdown: a connection with no request yet is left to its request, not cut.
+
+        uvicorn closes it at once, but a client that has just connected is sending a request that
+        would then be lost; its answer says `Connection: close` (the app is draining), and the header
+        timeout still ends it if nothing comes.
+        """
+        if self.cycle is None and self in self.guard.waiting:
+            return
+        super().shutdown()
+
     # -- timers -------------------------------------------------------------------------------
     def _await_headers(self) -> None:
         self.guard.waiting[self] = None
@@ -99,7 +110,9 @@ class _GuardedProtocol(HttpToolsProtocol):
         self._timer = None
         if not self.transport.is_closing():
             self.guard.cut[reason] += 1
-            self.transport.close()
+            # abort, not close: a TLS close waits for the peer's close_notify (up to 30 s), and the
+            # request's task learns of the disconnect only when the connection is finally lost.
+            self.transport.abort()
 
 
 def guarded_protocol(guard: ConnectionGuard) -> type[asyncio.Protocol]:
