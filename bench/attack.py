@@ -209,9 +209,12 @@ async def slowloris(server: Server, *, connections: int, seconds: float) -> dict
 # ---------------------------------------------------------------- overload
 
 
-async def closed_loop(server: Server, bodies: list[bytes], *, clients: int, seconds: float) -> float:
-    """Requests per second from `clients` kept-alive connections asking one after another."""
+async def closed_loop(
+    server: Server, bodies: list[bytes], *, clients: int, seconds: float
+) -> tuple[float, float]:
+    """(requests per second, server CPU us per request) from `clients` kept-alive connections in turn."""
     done = 0
+    cpu = cpu_of(server.pid)
     end = time.monotonic() + seconds
 
     async def one(offset: int) -> None:
@@ -226,7 +229,7 @@ async def closed_loop(server: Server, bodies: list[bytes], *, clients: int, seco
 
     started = time.monotonic()
     await asyncio.gather(*(one(offset) for offset in range(clients)))
-    return done / (time.monotonic() - started)
+    return done / (time.monotonic() - started), (cpu_of(server.pid) - cpu) / max(1, done) * 1e6
 
 
 async def overload(server: Server, bodies: list[bytes], *, clients: int, seconds: float,
@@ -391,8 +394,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"shed {found['shed']}; p50 {found['p50'] * 1000:.0f} ms, "
                   f"p99 {found['p99'] * 1000:.0f} ms, "
                   f"max {found['max'] * 1000:.0f} ms; server CPU {found['cpu']:.1f} s; throughput at 1x "
-                  f"(8 clients) before {found['before']:.0f} req/s, after {found['after']:.0f} req/s "
-                  f"(ratio {found['after'] / found['before']:.2f}); alive {alive}")
+                  f"(8 clients) before {found['before'][0]:.0f} req/s ({found['before'][1]:.0f} us CPU "
+                  f"each), after {found['after'][0]:.0f} req/s ({found['after'][1]:.0f} us CPU each); "
+                  f"CPU per request before/after {found['before'][1] / found['after'][1]:.2f}; alive {alive}")
         if "sigterm" in wanted:
             with serving(ca, cert, key, *common, log_dir=folder) as server:
                 found = asyncio.run(sigterm(server, clients=32))
