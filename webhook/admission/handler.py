@@ -102,7 +102,7 @@ def _workload_name(pod: Mapping[str, Any], namespace: str) -> str | None:
         return None
 
 
-def _fault(review: Review, reason: ErrorReason, exc: BaseException, *, workload: str | None) -> Answer:
+def _fault(review: Review | Peek, reason: ErrorReason, exc: BaseException, *, workload: str | None) -> Answer:
     warning = f"pod-tailor: internal error ({type(exc).__name__}); the Pod was admitted unchanged"
     return Answer(
         200,
@@ -180,24 +180,34 @@ def admit(
     cache: VerdictCache | None = None,
     verify_patch: bool = True,
 ) -> Answer:
-    """Answer one AdmissionReview body against one pair of snapshots. Never raises."""
+    """Answer one AdmissionReview body against one pair of snapshots. Never raises.
+
+    A body the peek decodes (the usual Pod CREATE) is decided from the peek's inputs, cached or not:
+    they hold every field `pod_problem`, the engine and `check_patch` read (the patch's parents are
+    inputs, kept with their presence), so the full parse is only for everything else.
+    """
     key = None
-    if cache is not None and (peeked := peek_review(body, label_keys=cluster.label_keys_read)) is not None:
+    peeked = peek_review(body, label_keys=cluster.label_keys_read) if cache is not None else None
+    if cache is not None and peeked is not None:
         key = cache.key(peeked.namespace, peeked.key, cluster=cluster, profiles=profiles)
         cached = cache.get(key)
         if cached is not None:
             # A replica with these inputs was decided against these snapshots. Only valid Pods are
             # cached, and the inputs hold every field `pod_problem` reads, so this Pod is valid too.
             return _answer(peeked, cached, request_bytes=len(body))
-    parsed = parse_review(body)
-    if isinstance(parsed, BadRequest):
-        return _bad(parsed)
-    review = parsed
-    if not review.is_pod_create:
-        return Answer(200, review_answer(review.uid), Outcome.IGNORED, uid=review.uid,
-                      namespace=review.namespace or None, dry_run=review.dry_run)
-    pod: Any = review.obj
-    inputs = decision_inputs(pod, label_keys=cluster.label_keys_read(review.namespace))
+    review: Review | Peek
+    if peeked is not None:
+        review, pod = peeked, peeked.inputs
+        inputs: Any = pod
+    else:
+        parsed = parse_review(body)
+        if isinstance(parsed, BadRequest):
+            return _bad(parsed)
+        if not parsed.is_pod_create:
+            return Answer(200, review_answer(parsed.uid), Outcome.IGNORED, uid=parsed.uid,
+                          namespace=parsed.namespace or None, dry_run=parsed.dry_run)
+        review, pod = parsed, parsed.obj
+        inputs = decision_inputs(pod, label_keys=cluster.label_keys_read(review.namespace))
     problem = pod_problem(pod, review.uid)
     if problem is not None:
         return _bad(problem)
