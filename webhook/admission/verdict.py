@@ -6,7 +6,6 @@ Pods with the same template (every replica of a ReplicaSet) can share one; see `
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -46,7 +45,10 @@ class Verdict:
     tail: bytes = field(init=False)  # the answer after the uid; see `response.answer_with_tail`
 
     def __post_init__(self) -> None:
-        counts = Counter(_field_kind(item.field) for item in self.injections)
+        counts: dict[str, int] = {}
+        for item in self.injections:  # a loop, not a Counter: this runs for every decided Pod
+            kind = _field_kind(item.field)
+            counts[kind] = counts.get(kind, 0) + 1
         object.__setattr__(self, "injection_counts", tuple(sorted(counts.items())))
         tail = answer_tail(patch=self.patch, warnings=self.warnings, audit=self.audit)
         object.__setattr__(self, "tail", tail)
