@@ -16,7 +16,7 @@ a map left empty stays: whether `metadata.annotations` exists decides the shape 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, TypedDict
 
 from webhook import PREFIX
@@ -100,15 +100,28 @@ def _pick_each(items: list[Any]) -> list[Any]:
     return picked
 
 
-def _string_map(value: Any, keep: Callable[[str], bool]) -> Any:
-    """The members of a map of strings whose key passes `keep`; any other value (malformed) unchanged."""
+def _labels(value: Any, keys: frozenset[str]) -> Any:
+    """The labels read: `pod-tailor.io/` ones and `keys`; any value not a map of strings unchanged."""
+    if not isinstance(value, dict):
+        return value
+    kept = {}
+    for key, text in value.items():  # loops, not a shared helper with a predicate: this runs per request
+        if not (isinstance(key, str) and isinstance(text, str)):
+            return value
+        if key in keys or key.startswith(PREFIX):
+            kept[key] = text
+    return kept
+
+
+def _annotations(value: Any) -> Any:
+    """The annotations read: `pod-tailor.io/` ones and LimitRanger's; any other value unchanged."""
     if not isinstance(value, dict):
         return value
     kept = {}
     for key, text in value.items():
         if not (isinstance(key, str) and isinstance(text, str)):
             return value
-        if keep(key):
+        if key.startswith(PREFIX) or key == LIMIT_RANGER_ANNOTATION:
             kept[key] = text
     return kept
 
@@ -125,11 +138,9 @@ def metadata_inputs(
     """What the engine reads of a Pod's metadata (see the module's docstring)."""
     view = _pick(metadata, _METADATA)
     if "labels" in view:
-        view["labels"] = _string_map(view["labels"], lambda key: key.startswith(PREFIX) or key in label_keys)
+        view["labels"] = _labels(view["labels"], label_keys)
     if "annotations" in view:
-        view["annotations"] = _string_map(
-            view["annotations"], lambda key: key.startswith(PREFIX) or key == LIMIT_RANGER_ANNOTATION
-        )
+        view["annotations"] = _annotations(view["annotations"])
     if "ownerReferences" in view:
         view["ownerReferences"] = _owners(view["ownerReferences"])
         if controller_owner(view) is not None:

@@ -29,12 +29,22 @@ def _duration(text: str) -> float | None:
     return total if position == len(text) and text else None
 
 
+_seen: dict[bytes, float | None] = {}  # the API server sends a handful of values: parsed once each
+
+
 def request_timeout(query: bytes, *, default: float) -> float:
     """The timeout in seconds: the `timeout` query parameter when readable and positive, else `default`."""
     if b"timeout=" not in query:
         return default
-    values = parse_qs(query.decode("latin-1")).get("timeout")
-    seconds = _duration(values[0]) if values else None
+    if query in _seen:
+        seconds = _seen[query]
+    else:
+        values = parse_qs(query.decode("latin-1")).get("timeout")
+        seconds = _duration(values[0]) if values else None
+        if len(query) <= 64:  # bounded: short keys, at most 1024 of them
+            if len(_seen) >= 1024:
+                _seen.clear()
+            _seen[query] = seconds
     if seconds is None or seconds <= 0:
         return default
     return min(seconds, _MAX)

@@ -8,6 +8,10 @@ one), or whose body is not complete within `body_timeout` of its headers. Past `
 open connections the oldest one still waiting for its headers is closed to make room (a slow one,
 never a request being answered), else the new one. It also stamps each request's arrival time into
 the ASGI scope, so the app can tell how long a request waited before its turn (`overload`).
+
+Why a sweep once a second rather than a timer per request: two timers armed and cancelled for every
+request cost more than the rest of this class; the sweep costs one pass over the connections that
+are mid-request, and a slow client is cut at most a second after its timeout.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 __all__ = ["ARRIVED", "ConnectionGuard", "guarded_protocol"]
 
 ARRIVED = "pod_tailor_arrived"  # scope["state"][ARRIVED]: time.monotonic() at the request's first byte
+SWEEP_SECONDS = 1.0
 
 
 @dataclass
@@ -34,20 +39,35 @@ class ConnectionGuard:
     max_connections: int = 1000
     open: int = 0
     cut: Counter[str] = field(default_factory=Counter)  # header_timeout, body_timeout, evicted, refused
-    waiting: dict[Any, None] = field(default_factory=dict)  # connections awaiting headers, oldest first
+    # Connections awaiting their request's headers (oldest first) or its body, by deadline.
+    waiting: dict[Any, float] = field(default_factory=dict)
+    reading: dict[Any, float] = field(default_factory=dict)
+    _sweeping: bool = False
+
+    def watch(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Start the sweep on `loop` (once)."""
+        if not self._sweeping:
+            self._sweeping = True
+            loop.call_later(SWEEP_SECONDS, self._sweep, loop)
+
+    def _sweep(self, loop: asyncio.AbstractEventLoop) -> None:
+        now = time.monotonic()
+        for phase, reason in ((self.waiting, "header_timeout"), (self.reading, "body_timeout")):
+            late = [connection for connection, deadline in phase.items() if deadline <= now]
+            for connection in late:
+                phase.pop(connection, None)
+                connection.cut_off(reason)
+        loop.call_later(SWEEP_SECONDS, self._sweep, loop)
 
 
 class _GuardedProtocol(HttpToolsProtocol):
     guard: ConnectionGuard
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._timer: asyncio.TimerHandle | None = None
-
     # -- connection -----------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         guard = self.guard
+        guard.watch(self.loop)
         guard.open += 1
         if guard.open > guard.max_connections:
             oldest = next(iter(guard.waiting), None)
@@ -55,30 +75,40 @@ class _GuardedProtocol(HttpToolsProtocol):
                 guard.cut["refused"] += 1
                 transport.abort()
                 return
-            guard.cut["evicted"] += 1
-            oldest.transport.abort()
-        self._await_headers()
+            guard.waiting.pop(oldest)
+            oldest.cut_off("evicted")
+        guard.waiting[self] = time.monotonic() + guard.header_timeout
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm()
         self.guard.waiting.pop(self, None)
+        self.guard.reading.pop(self, None)
         self.guard.open -= 1
         super().connection_lost(exc)
+
+    def cut_off(self, reason: str) -> None:
+        """Abort the connection: a TLS close would wait for the peer's close_notify (up to 30 s), and
+        the request's task learns of the disconnect only when the connection is finally lost."""
+        if not self.transport.is_closing():
+            self.guard.cut[reason] += 1
+            self.transport.abort()
 
     # -- one request --------------------------------------------------------------------------
     def on_message_begin(self) -> None:
         super().on_message_begin()
-        self.scope["state"][ARRIVED] = time.monotonic()
-        if self not in self.guard.waiting:  # a kept-alive connection's next request
-            self._await_headers()
+        now = time.monotonic()
+        self.scope["state"][ARRIVED] = now
+        waiting = self.guard.waiting
+        if self not in waiting:  # a kept-alive connection's next request
+            waiting[self] = now + self.guard.header_timeout
 
     def on_headers_complete(self) -> None:
-        self.guard.waiting.pop(self, None)
-        self._arm(self.guard.body_timeout, "body_timeout")
+        guard = self.guard
+        guard.waiting.pop(self, None)
+        guard.reading[self] = time.monotonic() + guard.body_timeout
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:
-        self._disarm()
+        self.guard.reading.pop(self, None)
         super().on_message_complete()
 
     def shutdown(self) -> None:
@@ -91,28 +121,6 @@ class _GuardedProtocol(HttpToolsProtocol):
         if self.cycle is None and self in self.guard.waiting:
             return
         super().shutdown()
-
-    # -- timers -------------------------------------------------------------------------------
-    def _await_headers(self) -> None:
-        self.guard.waiting[self] = None
-        self._arm(self.guard.header_timeout, "header_timeout")
-
-    def _arm(self, seconds: float, reason: str) -> None:
-        self._disarm()
-        self._timer = self.loop.call_later(seconds, self._expire, reason)
-
-    def _disarm(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
-    def _expire(self, reason: str) -> None:
-        self._timer = None
-        if not self.transport.is_closing():
-            self.guard.cut[reason] += 1
-            # abort, not close: a TLS close waits for the peer's close_notify (up to 30 s), and the
-            # request's task learns of the disconnect only when the connection is finally lost.
-            self.transport.abort()
 
 
 def guarded_protocol(guard: ConnectionGuard) -> type[asyncio.Protocol]:
