@@ -116,6 +116,27 @@ class TestOverload:
         assert metric(guarded, "pod_tailor_shed_total", reason="in_flight") == 1
         assert metric(guarded, "pod_tailor_admission_requests_total", outcome="shed") == 1
 
+    @pytest.mark.parametrize(
+        ("body", "status"),
+        [
+            (orjson.dumps({"apiVersion": "admission.k8s.io/v1", **review_for(uid="reordered")}), 200),
+            (orjson.dumps(review_for(uid="pretty"), option=orjson.OPT_INDENT_2), 200),
+            (b"not a review", 400),
+        ],
+        ids=["keys in another order", "indented", "garbage"],
+    )
+    def test_a_shed_body_not_written_as_the_api_server_writes_it_is_read_whole(
+        self, guarded: RunningServer, body: bytes, status: int
+    ) -> None:
+        waiting = [raw(guarded) for _ in range(2)]
+        for connection in waiting:
+            connection.sendall(b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n{")
+        time.sleep(0.2)
+        response = guarded.default_client.post("/mutate?timeout=10s", content=body)
+        assert response.status_code == status
+        if status == 200:
+            assert "admitted unchanged" in response.json()["response"]["warnings"][0]
+
     def test_a_request_whose_deadline_has_passed_is_shed_and_one_in_time_is_decided(
         self, server: RunningServer
     ) -> None:

@@ -59,15 +59,18 @@ async def _read_limited(request: Request, limit: int) -> bytes | None:
     return b"".join(chunks)
 
 
-async def _shed_early(request: Request, reason: str, limit: int) -> Answer | None:
-    """A shed answer from as little of the body as gives the uid (the API server writes it first)."""
+async def _shed_early(request: Request, reason: str) -> tuple[Answer | None, bytes]:
+    """A shed answer from as little of the body as gives the uid (the API server writes it first).
+
+    Else (None, what was read: the whole body, or its first 64 KiB).
+    """
     head = b""
     async for chunk in request.stream():
         head += chunk
         answer = shed(head, reason, prefix_only=True)
         if answer is not None or len(head) > 64 * 1024:
-            return answer
-    return shed(head, reason) if len(head) <= limit else None
+            return answer, head
+    return shed(head, reason), head
 
 
 _requests_log = RequestLog()
@@ -143,10 +146,10 @@ def create_app(
         reason = gate.admit(declared or 0)
         try:
             if reason is not None:
-                early = await _shed_early(request, gate.count(reason), limit)
-                if early is not None:
-                    return early
-                return too_large(limit)  # no uid in the first 64 KiB of an oversized stream
+                early, head = await _shed_early(request, gate.count(reason))
+                # Without a readable uid there is no allowing answer: the full path says what is
+                # wrong (a cheap 400; a body cut at 64 KiB reads as "not JSON").
+                return early or admit(head, cluster=state.cluster, profiles=state.profiles, engine=decide)
             body = await _read_limited(request, limit)
         except ClientDisconnect:
             counts.disconnects += 1
