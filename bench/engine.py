@@ -12,6 +12,7 @@ import argparse
 import copy
 import json
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -19,13 +20,16 @@ from typing import Any
 
 import jsonpatch
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: find the tests package
+from tests.shared import CORPUS as SHARED_CORPUS
+from tests.shared import MISSING
 from webhook.config.policies import bundled_policies
 from webhook.core.engine import tailor
 from webhook.core.facts import ClusterFacts
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "reviews"
 POLICY = bundled_policies().policies["default"]
 FACTS = ClusterFacts(server_version=(1, 31))
+CORPUS = SHARED_CORPUS / "reviews"
 
 
 def typical_pod() -> dict[str, Any]:
@@ -64,6 +68,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2000, help="timed runs per Pod for the typical Pod")
     args = parser.parse_args()
+    if not CORPUS.is_dir():
+        raise SystemExit(f"bench/engine.py {MISSING}")
 
     engine, diffing = measure(typical_pod(), args.rounds)
     print(

@@ -1,6 +1,7 @@
 """Benchmark: pod-tailor over TLS against a null webhook on the same stack, under the same load.
 
     .venv/bin/python bench/serve.py [--rounds 15] [--seconds 3] [--rate 1000] [--burst 50000] [--uncached]
+                                    [--mix]
 
 For each server (the real `pod-tailor serve`, then a FastAPI+uvicorn+TLS app that answers
 `allowed: true` without looking at the Pod), one at a time, pinned to CPU 0 with the load on CPU 1:
@@ -38,29 +39,50 @@ import orjson
 from fastapi import FastAPI, Request, Response
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = Path(os.environ.get("POD_TAILOR_CORPUS", ROOT.parent / "shared" / "corpus" / "reviews"))
+sys.path.insert(0, str(ROOT))  # run as a script: the repository's tests package
+from tests.shared import CORPUS as SHARED_CORPUS  # noqa: E402
+from tests.shared import MISSING  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mix import MARKER, SHARES, mix_bodies  # noqa: E402
+
+CORPUS = Path(os.environ.get("POD_TAILOR_CORPUS", SHARED_CORPUS / "reviews"))
 REPLICAS = 8  # per corpus review: distinct uids and ServiceAccount volume names, as real replicas have
 PATH = "/mutate?timeout=10s"
 HOST = "127.0.0.1"
 UNCACHED = "pod-tailor (no cache)"
 T = TypeVar("T")
 
+# A body holding the mix's MARKER (bench/mix.py) gets a new pod-template-hash of the same length for
+# every request: the first Pod of a new template, never in the verdict cache.
 LUA = r"""
 local requests = {}
+local marked = {}
 local index = 0
+local alphabet = "bcdfghjklmnpqrstvwxz2456789"
 init = function(args)
+  math.randomseed(os.time() + tonumber(tostring({}):sub(8), 16))
   for path in io.open(args[1]):read("*a"):gmatch("[^\n]+") do
     local file = io.open(path, "rb")
     local body = file:read("*a")
     file:close()
     requests[#requests + 1] = wrk.format("POST", "PATH", {["Content-Type"] = "application/json"}, body)
+    marked[#requests] = string.find(body, "MARKER", 1, true) ~= nil
   end
 end
 request = function()
   index = index % #requests + 1
-  return requests[index]
+  if not marked[index] then
+    return requests[index]
+  end
+  local hash = {}
+  for i = 1, 10 do
+    local at = math.random(1, #alphabet)
+    hash[i] = alphabet:sub(at, at)
+  end
+  return (string.gsub(requests[index], "MARKER", table.concat(hash)))
 end
-""".replace("PATH", PATH)
+""".replace("PATH", PATH).replace("MARKER", MARKER)
 
 
 # ---------------------------------------------------------------- the null webhook (same stack)
@@ -381,6 +403,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=1000.0, help="fixed request rate for the p99 run")
     parser.add_argument("--uncached", action="store_true",
                         help="also measure pod-tailor with its verdict cache off (every Pod decided afresh)")
+    parser.add_argument("--mix", action="store_true",
+                        help="also load pod-tailor and the null webhook with a realistic mix (bench/mix.py)")
     parser.add_argument("--burst", type=int, default=50_000, help="Pod creations in the burst (0: skip)")
     parser.add_argument("--burst-timeout", type=float, default=300.0, help="seconds the burst may take")
     parser.add_argument("--null-server", type=int, metavar="PORT", help=argparse.SUPPRESS)
@@ -393,6 +417,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed (apt-get install wrk)")
     paths = sorted(CORPUS.glob("*.json"))
+    if not paths:
+        raise SystemExit(f"no reviews under {CORPUS}: {MISSING} (or set POD_TAILOR_CORPUS)")
     reviews = replicas([p.read_bytes() for p in paths], count=REPLICAS)
     server_cpu, load_cpu = ("0", "1") if (os.cpu_count() or 1) > 1 else ("0", "0")
     if hasattr(os, "sched_setaffinity"):
@@ -409,12 +435,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             (replica_dir / f"{index:05d}.json").write_bytes(body)
         bodies = folder / "bodies.txt"
         bodies.write_text("\n".join(str(p) for p in sorted(replica_dir.iterdir())) + "\n")
+        mix_list = folder / "mix.txt"
+        if args.mix:
+            deployments = [
+                orjson.dumps(orjson.loads(p.read_bytes())) for p in paths if "__Deployment__" in p.name
+            ]
+            mix_dir = folder / "mix"
+            mix_dir.mkdir()
+            for index, body in enumerate(mix_bodies(deployments)):
+                (mix_dir / f"{index:05d}.json").write_bytes(body)
+            mix_list.write_text("\n".join(str(p) for p in sorted(mix_dir.iterdir())) + "\n")
         context = ssl.create_default_context(cafile=str(tls.ca))
         print(f"corpus: {len(paths)} AdmissionReviews from {CORPUS} x {REPLICAS} replicas (own uid and"
               f" ServiceAccount volume each); server on CPU {server_cpu}, load on "
               f"CPU {load_cpu}; TLS, HTTP/1.1 keep-alive")
         names = ["pod-tailor", "null"] + ([UNCACHED] if args.uncached else [])
         runs: dict[str, list[Result]] = {name: [] for name in names}
+        mix_runs: dict[str, list[Result]] = {"pod-tailor": [], "null": []}
         steady_runs: dict[str, list[Result]] = {name: [] for name in names}
         with contextlib.ExitStack() as stack:
             servers = {name: stack.enter_context(started(name, tls, server_cpu)) for name in names}
@@ -428,6 +465,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for name, server in order:
                     runs[name].append(run_wrk(server, seconds=args.seconds, connections=args.connections,
                                               script=script, bodies=bodies, cpu=load_cpu))
+                    if args.mix and name in mix_runs:
+                        mix_runs[name].append(run_wrk(
+                            server, seconds=args.seconds, connections=args.connections, script=script,
+                            bodies=mix_list, cpu=load_cpu))
             for _ in range(args.rate_rounds):
                 for name, (port, _) in servers.items():
                     steady_runs[name].append(_run(open_loop(
@@ -454,8 +495,23 @@ def main(argv: Sequence[str] | None = None) -> int:
               + ", ".join(f"{r:.2f}" for r in cpu_ratios) + ")")
         if UNCACHED in throughput:
             uncached = sorted(a.rate / b.rate for a, b in zip(runs[UNCACHED], runs["null"], strict=True))
-            print(f"  ratio pod-tailor without its verdict cache / null: {statistics.median(uncached):.2f}"
-                  "   (informational: every Pod decided afresh)")
+            uncached_cpu = sorted(
+                n.cpu_us / u.cpu_us for u, n in zip(runs[UNCACHED], runs["null"], strict=True))
+            rounds = ", ".join(f"{r:.2f}" for r in uncached_cpu)
+            print(f"  ratio pod-tailor without its verdict cache / null: throughput "
+                  f"{statistics.median(uncached):.2f}, CPU per request null / uncached "
+                  f"{statistics.median(uncached_cpu):.2f} (rounds: {rounds})"
+                  "   (every Pod decided afresh; target CPU ratio >= 0.60)")
+        if args.mix:
+            shares = ", ".join(f"{share}% {kind}" for kind, share in SHARES.items())
+            pairs_mix = list(zip(mix_runs["pod-tailor"], mix_runs["null"], strict=True))
+            mix = sorted(ours.rate / null.rate for ours, null in pairs_mix)
+            mix_cpu = sorted(null.cpu_us / ours.cpu_us for ours, null in pairs_mix)
+            mix_us = {name: statistics.median(r.cpu_us for r in found) for name, found in mix_runs.items()}
+            rounds = ", ".join(f"{r:.2f}" for r in mix_cpu)
+            print(f"  realistic mix ({shares}): throughput ratio {statistics.median(mix):.2f}, CPU per "
+                  f"request pod-tailor {mix_us['pod-tailor']:.0f} us, null {mix_us['null']:.0f} us, ratio "
+                  f"null / pod-tailor {statistics.median(mix_cpu):.2f} (rounds: {rounds})   (target >= 0.80)")
         print(f"\nfixed rate {args.rate:.0f} req/s (open loop, latency from the scheduled send time):")
         for name, result in steady.items():
             print(_row(name, result))

@@ -11,18 +11,19 @@ import jsonpatch
 import kubernetes_validate
 import pytest
 
+from tests.shared import CORPUS, corpus_params, needs_shared, review_files
 from webhook.config.policies import bundled_policies
 from webhook.core.engine import tailor
 from webhook.core.facts import ClusterFacts
 from webhook.core.inputs import decision_inputs
 from webhook.core.pod import serving_port
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "reviews"
-REVIEWS = sorted(CORPUS.glob("*.json"))
+REVIEWS = review_files()
 DEFAULT = bundled_policies().policies["default"]
 LATEST = kubernetes_validate.latest_version()
 
 
+@needs_shared
 def test_the_corpus_is_there() -> None:
     assert len(REVIEWS) == 132, f"expected the 132 shared reviews under {CORPUS}"
 
@@ -38,7 +39,7 @@ def _validates_on(pod: dict[str, Any], version: str) -> bool:
 @pytest.mark.parametrize(
     "facts", [ClusterFacts(), ClusterFacts(server_version=(1, 29))], ids=["unknown", "1.29"]
 )
-@pytest.mark.parametrize("path", REVIEWS, ids=[path.stem for path in REVIEWS])
+@pytest.mark.parametrize("path", corpus_params(REVIEWS, ids=lambda path: path.stem))
 def test_a_corpus_review_gets_a_valid_idempotent_patch(path: Path, facts: ClusterFacts) -> None:
     pod = json.loads(path.read_text())["request"]["object"]
     decision = tailor(pod, policy=DEFAULT, profiles={}, facts=facts)

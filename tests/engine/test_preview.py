@@ -9,19 +9,15 @@ import jsonpatch
 import pytest
 import yaml
 
+from tests.shared import CORPUS, corpus_params, manifest_files, needs_shared
 from webhook.commands import main
 from webhook.config.policies import bundled_policies
 from webhook.core.engine import decide
 from webhook.core.pod import INJECTED_ANNOTATION
 from webhook.core.snapshot import EMPTY_PROFILES, ClusterSnapshot
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "corpus"
-MANIFESTS = sorted(
-    path
-    for path in (SHARED / "manifests").rglob("*")
-    if path.suffix in (".yaml", ".yml", ".json") and path.is_file()
-)
-REVIEW = SHARED / "reviews" / "microservices-demo__Deployment__frontend.json"
+MANIFESTS = manifest_files()
+REVIEW = CORPUS / "reviews" / "microservices-demo__Deployment__frontend.json"
 WORKLOAD_KINDS = {
     "Deployment",
     "StatefulSet",
@@ -56,7 +52,7 @@ def _has_pods(path: Path) -> bool:
 
 
 @pytest.mark.parametrize(
-    "path", [p for p in MANIFESTS if _has_pods(p)], ids=lambda p: str(p.relative_to(SHARED))
+    "path", corpus_params([p for p in MANIFESTS if _has_pods(p)], ids=lambda p: str(p.relative_to(CORPUS)))
 )
 def test_every_corpus_manifest_with_workloads_previews_to_valid_yaml(
     path: Path, capsys: pytest.CaptureFixture[str]
@@ -69,6 +65,7 @@ def test_every_corpus_manifest_with_workloads_previews_to_valid_yaml(
     assert tailored or "nothing to add" in err
 
 
+@needs_shared
 def test_the_patch_for_a_review_is_exactly_what_the_engine_returns(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -104,6 +101,7 @@ def test_a_manifest_patch_is_prefixed_with_the_template_path(
     )
 
 
+@needs_shared
 def test_the_diff_shows_added_lines(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = preview(capsys, "-f", str(REVIEW), "--diff")
     assert code == 0
@@ -111,6 +109,7 @@ def test_the_diff_shows_added_lines(capsys: pytest.CaptureFixture[str]) -> None:
     assert "+          preStop:" in out or "+      preStop:" in out or "preStop" in out
 
 
+@needs_shared
 @pytest.mark.parametrize(
     ("labels", "changed", "note"),
     [

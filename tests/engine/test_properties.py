@@ -13,11 +13,14 @@ from hypothesis import strategies as st
 
 from tests.engine.strategies import facts, pods, profile_for
 from webhook.config.policies import bundled_policies, load_policy_text
-from webhook.core.engine import tailor
+from webhook.core.engine import decide, tailor
 from webhook.core.facts import ClusterFacts, LimitRangeItem
 from webhook.core.inputs import decision_inputs
 from webhook.core.pod import INJECTED_ANNOTATION
 from webhook.core.podlimits import breaches, pod_total
+from webhook.core.policy import PolicySet
+from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
+from webhook.core.workload import pod_workload
 
 POLICIES = [
     bundled_policies().policies["default"],
@@ -156,3 +159,63 @@ def test_the_engine_reads_nothing_but_the_decision_inputs(case: Any, suffix: str
     assert decision_inputs(replica) == decision_inputs(pod)
     assert tailor(decision_inputs(replica), policy=policy, profiles=profiles, facts=cluster) == expected
     assert tailor(replica, policy=policy, profiles=profiles, facts=cluster) == expected
+
+
+OWNERS = [
+    None,
+    {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d8f7c9b6f"},
+    {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db"},
+    {"apiVersion": "batch/v1", "kind": "Job", "name": "backup-29123456"},
+]
+# What differs between Pods of one workload in places the engine does not read.
+UNREAD_LABELS = st.dictionaries(
+    st.sampled_from(["statefulset.kubernetes.io/pod-name", "apps.kubernetes.io/pod-index", "job-name",
+                     "batch.kubernetes.io/job-completion-index", "controller-revision-hash", "team"]),
+    st.text(alphabet="abc0123456789", max_size=8), max_size=4,
+)
+UNREAD_ANNOTATIONS = st.dictionaries(
+    st.sampled_from(["batch.kubernetes.io/job-completion-index", "kubectl.kubernetes.io/restartedAt",
+                     "example.com/blob", "checksum/config"]),
+    st.text(max_size=300), max_size=3,
+)
+
+
+@st.composite
+def siblings(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any], Any, dict[str, Any], ClusterFacts]:
+    """Two Pods of one workload that differ only where the decision inputs leave out."""
+    pod, policy, profiles, cluster = draw(cases(pod_level=True))
+    owner = draw(st.sampled_from(OWNERS))
+    metadata = pod["metadata"]
+    if owner is not None:
+        metadata["ownerReferences"] = [{**owner, "uid": "u-1", "controller": True, "blockOwnerDeletion": 1}]
+        if owner["kind"] == "ReplicaSet":
+            metadata["labels"]["pod-template-hash"] = "5d8f7c9b6f"
+    sibling = copy.deepcopy(pod)
+    sibling["metadata"]["labels"].update(draw(UNREAD_LABELS))
+    if "annotations" in sibling["metadata"]:  # whether the map exists decides the patch's shape: kept
+        sibling["metadata"]["annotations"].update(draw(UNREAD_ANNOTATIONS))
+    if owner is not None:
+        sibling["metadata"]["ownerReferences"][0].update(uid="u-2", blockOwnerDeletion=False)
+        sibling["metadata"].pop("generateName", None)
+        sibling["metadata"]["name"] = f"{owner['name']}-{draw(st.integers(0, 99))}"
+    return pod, sibling, policy, profiles, cluster
+
+
+@PROPERTY
+@given(siblings())
+def test_pods_with_equal_decision_inputs_get_equal_decisions(case: Any) -> None:
+    pod, sibling, policy, profiles, cluster = case
+    snapshot = ClusterSnapshot(
+        policies=PolicySet({"default": policy}), server_version=cluster.server_version,
+        limit_ranges={"shop": cluster.limit_ranges},
+    )
+    profile_index = ProfileSnapshot(profiles={pod_workload(pod, "shop"): profiles})
+    keys = snapshot.label_keys_read("shop")
+    assert decision_inputs(sibling, label_keys=keys) == decision_inputs(pod, label_keys=keys)
+
+    def decided(subject: Any) -> Any:
+        return decide(subject, namespace="shop", cluster=snapshot, profiles=profile_index)
+
+    expected = decided(pod)
+    assert decided(sibling) == expected
+    assert decided(decision_inputs(pod, label_keys=keys)) == expected

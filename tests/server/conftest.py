@@ -19,19 +19,19 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-import uvicorn
 
+from tests.shared import SAMPLE_REVIEW, review_files
 from webhook.admission import Engine
 from webhook.config.policies import bundled_policies
 from webhook.config.settings import Settings
 from webhook.core.namespace import MODE_LABEL, POLICY_LABEL
 from webhook.core.snapshot import ClusterSnapshot
 from webhook.refreshers.state import Refresher, State
-from webhook.server.app import create_app
 from webhook.server.certs import KeyPair, make_ca, make_serving_cert, write_pem
+from webhook.server.listener import WebhookServer
+from webhook.server.run import build_server
 from webhook.server.tls import CertificateReloader
 
-CORPUS = Path("/work/shared/corpus/reviews")
 MUTATE = "/mutate?timeout=10s"
 
 # Namespaces with each mode; any other namespace is unknown and gets the default mode (enforce).
@@ -46,7 +46,8 @@ NAMESPACE_LABELS: Mapping[str, Mapping[str, str]] = {
 
 
 def corpus_files() -> list[Path]:
-    return sorted(CORPUS.glob("*.json"))
+    """The corpus reviews, or none without ../shared (see tests/shared.py)."""
+    return review_files()
 
 
 def free_port() -> int:
@@ -93,7 +94,7 @@ class RunningServer:
     tls_files: TlsFiles
     state: State
     tls: CertificateReloader
-    server: uvicorn.Server
+    server: WebhookServer
     clients: list[httpx.Client] = field(default_factory=list)
 
     def client(self, **options: Any) -> httpx.Client:
@@ -135,12 +136,7 @@ def running_server(
     )
     state = state or labelled_state()
     tls = CertificateReloader(config_settings.cert_file or "", config_settings.key_file or "")
-    app = create_app(config_settings, state, engine=engine, tls=tls, refreshers=refreshers)
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, ssl_context_factory=lambda _config, _default: tls.listening,
-        log_config=None, access_log=False, lifespan="on",
-    )
-    server = uvicorn.Server(config)
+    server = build_server(config_settings, state, tls, refreshers=refreshers, engine=engine)
     thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
@@ -174,7 +170,7 @@ def review_for(
     uid: str | None = None,
 ) -> dict[str, Any]:
     """A corpus review (the sample one by default) with a few fields changed."""
-    source = path or Path(__file__).parents[2] / "webhook" / "data" / "sample-review.json"
+    source = path or SAMPLE_REVIEW
     review: dict[str, Any] = orjson.loads(source.read_bytes())
     request = review["request"]
     if namespace is not None:

@@ -26,6 +26,7 @@ from tests.server.conftest import (
     labelled_state,
     running_server,
 )
+from tests.shared import SAMPLE_REVIEW
 from webhook.admission import VerdictCache, admit, default_engine
 from webhook.config.settings import Settings
 from webhook.core.inputs import decision_inputs
@@ -33,7 +34,8 @@ from webhook.core.pod import malformed
 from webhook.refreshers.state import State
 from webhook.server.app import create_app
 
-REVIEWS: list[dict[str, Any]] = [orjson.loads(p.read_bytes()) for p in corpus_files()]
+# Without ../shared the fuzzing starts from the bundled sample review alone.
+REVIEWS: list[dict[str, Any]] = [orjson.loads(p.read_bytes()) for p in corpus_files() or [SAMPLE_REVIEW]]
 NAMESPACES = ["default", *NAMESPACE_LABELS]  # every mode, a bad mode label and an unknown policy
 
 json_scalars = (

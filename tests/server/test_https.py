@@ -22,10 +22,11 @@ from tests.server.conftest import (
     make_tls_files,
     review_for,
 )
+from tests.shared import corpus_params, needs_shared
 
 
 class TestEveryCorpusReview:
-    @pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.stem)
+    @pytest.mark.parametrize("path", corpus_params(corpus_files(), ids=lambda p: p.stem))
     def test_the_answer_echoes_the_uid_and_its_patch_applies_and_validates(
         self, server: RunningServer, path: Path
     ) -> None:
@@ -34,6 +35,7 @@ class TestEveryCorpusReview:
         patched = jsonpatch.apply_patch(review["request"]["object"], patch_of(answer))
         kubernetes_validate.validate(patched, "1.30", strict=True)
 
+    @needs_shared
     def test_the_corpus_is_all_there(self) -> None:
         assert len(corpus_files()) == 132
 

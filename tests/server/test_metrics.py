@@ -8,8 +8,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from webhook.admission import Answer, ErrorReason, Outcome, Verdict, VerdictCache
 from webhook.admission.verdict import source_kind
 from webhook.config.policies import bundled_policies
+from webhook.config.settings import Settings
 from webhook.core.snapshot import ClusterSnapshot
 from webhook.refreshers.state import State
+from webhook.server.app import create_app
 from webhook.server.metrics import Metrics
 
 
@@ -110,9 +112,9 @@ class TestSourcesAndTheVerdictCache:
         assert ("requests.cpu", "policy", 1) in counts  # the sidecar, without a profile
 
     def test_cache_hits_and_misses_are_exported(self) -> None:
-        cache = VerdictCache(4)
-        metrics = Metrics(State(), cache=cache)
+        app = create_app(Settings(), State())
+        cache: VerdictCache = app.state.verdict_cache
         cache.hits, cache.misses = 7, 3
-        found = samples(metrics)
+        found = samples(app.state.metrics)
         assert found[("pod_tailor_verdict_cache_lookups_total", (("result", "hit"),))] == 7.0
         assert found[("pod_tailor_verdict_cache_lookups_total", (("result", "miss"),))] == 3.0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -10,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 
 from tests.server.conftest import corpus_files
 from tests.server.test_fuzz import bodies, mutated_reviews, reviews_with_an_odd_pod_field, warm
+from tests.shared import SAMPLE_REVIEW, corpus_params
 from webhook.admission import VerdictCache, admit, default_engine
 from webhook.admission.peek import peek_review
 from webhook.admission.review import Review, is_v1_pod, parse_review
@@ -18,7 +20,8 @@ from webhook.refreshers.state import State
 
 __all__ = ["warm"]  # a fixture, imported to be used here
 
-CORPUS = [path.read_bytes() for path in corpus_files()]
+# The review the hand-made cases edit: the bundled sample, which every clone has.
+BASE = SAMPLE_REVIEW.read_bytes()
 
 
 def agrees_with_the_full_path(body: bytes) -> None:
@@ -38,8 +41,9 @@ def agrees_with_the_full_path(body: bytes) -> None:
 
 
 class TestAgreementWithTheFullPath:
-    @pytest.mark.parametrize("body", CORPUS, ids=[path.stem for path in corpus_files()])
-    def test_every_corpus_review_is_peeked_and_agrees(self, body: bytes) -> None:
+    @pytest.mark.parametrize("path", corpus_params(corpus_files(), ids=lambda path: path.stem))
+    def test_every_corpus_review_is_peeked_and_agrees(self, path: Path) -> None:
+        body = path.read_bytes()
         assert peek_review(body) is not None
         agrees_with_the_full_path(body)
 
@@ -52,7 +56,7 @@ class TestAgreementWithTheFullPath:
 
 
 def _edited(path: tuple[str, ...], value: Any) -> bytes:
-    review = orjson.loads(CORPUS[0])
+    review = orjson.loads(BASE)
     node = review
     for key in path[:-1]:
         node = node[key]
@@ -96,14 +100,14 @@ class TestWhatTakesTheFullPath:
 
     @pytest.mark.parametrize(
         "body",
-        [b"", b"not json", b"[]", CORPUS[0].rstrip()[:-1]],
+        [b"", b"not json", b"[]", BASE.rstrip()[:-1]],
         ids=["empty", "not json", "an array", "truncated"],
     )
     def test_a_body_that_is_not_a_json_object_is_not_peeked(self, body: bytes) -> None:
         assert peek_review(body) is None
 
     def test_invalid_utf_8_in_a_field_pod_tailor_does_not_read_is_not_peeked(self) -> None:
-        compact = orjson.dumps(orjson.loads(CORPUS[0]))
+        compact = orjson.dumps(orjson.loads(BASE))
         body = compact.replace(b'"request":{', b'"request":{"\x80":1,', 1)
         assert body != compact
         assert peek_review(compact) is not None
@@ -111,8 +115,8 @@ class TestWhatTakesTheFullPath:
 
 
 def _with_text(old: bytes, new: bytes) -> bytes:
-    """The first corpus review, compact, with one piece of its JSON text replaced."""
-    compact = orjson.dumps(orjson.loads(CORPUS[0]))
+    """The sample review, compact, with one piece of its JSON text replaced."""
+    compact = orjson.dumps(orjson.loads(BASE))
     assert old in compact
     return compact.replace(old, new, 1)
 

@@ -1,7 +1,7 @@
 """The AdmissionReview contract as typed structures and pure functions (no HTTP framework here)."""
 
 from webhook.admission.cache import VerdictCache
-from webhook.admission.handler import Answer, Engine, ErrorReason, admit, default_engine, too_large
+from webhook.admission.handler import Answer, Engine, ErrorReason, admit, default_engine, shed, too_large
 from webhook.admission.review import BadRequest, Review, parse_review
 from webhook.admission.verdict import Outcome, Verdict
 
@@ -17,5 +17,6 @@ __all__ = [
     "admit",
     "default_engine",
     "parse_review",
+    "shed",
     "too_large",
 ]

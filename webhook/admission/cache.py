@@ -3,10 +3,15 @@
 The engine is a pure function of (the Pod's decision inputs, namespace, cluster snapshot, profile
 snapshot). A controller creates every replica of a ReplicaSet, Job or StatefulSet revision from one
 template; the replicas' objects differ only where the engine never reads (the ServiceAccount plugin's
-random `kube-api-access-xxxxx` volume and mounts), so their decision inputs
-(`webhook.core.inputs.decision_inputs`) are identical. The cache is keyed by the namespace and the
-inputs' JSON and is emptied whenever either snapshot is swapped, so it can never answer from stale
-data. Entries are evicted oldest-first past `size`.
+random `kube-api-access-xxxxx` volume and mounts, a StatefulSet ordinal, a Job's completion index),
+so their decision inputs (`webhook.core.inputs.decision_inputs`) are identical. The cache is keyed by
+the namespace and the inputs' JSON and is emptied whenever either snapshot is swapped, so it can never
+answer from stale data.
+
+Bounded by bytes as well as by count, because a request chooses the size of its entry: an entry costs
+its key plus about three times its answer (the answer's tail, the patch and audit texts it was built
+from) plus a fixed overhead; inputs over `MAX_ENTRY_INPUTS` bytes are never kept, and the oldest
+entries go first when either bound is reached.
 """
 
 from __future__ import annotations
@@ -14,33 +19,50 @@ from __future__ import annotations
 from webhook.admission.verdict import Verdict
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
 
-__all__ = ["VerdictCache"]
+__all__ = ["MAX_ENTRY_INPUTS", "VerdictCache", "entry_cost"]
 
 _Key = tuple[str, bytes]
+MAX_ENTRY_INPUTS = 64 * 1024  # the corpus' largest decision inputs are 1.3 kB
+_OVERHEAD = 512  # the dict slot, the tuple, the Verdict and its small members
+
+
+def entry_cost(key: _Key, verdict: Verdict) -> int:
+    """Bytes one entry is counted as (an estimate that errs on the high side)."""
+    return len(key[1]) + 3 * len(verdict.tail) + _OVERHEAD
 
 
 class VerdictCache:
-    def __init__(self, size: int = 512) -> None:
+    def __init__(self, size: int = 512, *, max_bytes: int = 32 * 1024 * 1024) -> None:
         self.size = size
+        self.max_bytes = max_bytes
         self.hits = 0
         self.misses = 0
-        self._entries: dict[_Key, Verdict] = {}
+        self.oversized = 0  # inputs too large to keep
+        self.bytes = 0
+        self._entries: dict[_Key, tuple[Verdict, int]] = {}
         # The snapshots the entries were decided against, held (not their ids) so none can be reused.
         self._cluster: ClusterSnapshot | None = None
         self._profiles: ProfileSnapshot | None = None
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
     def key(
         self, namespace: str, inputs: bytes, *, cluster: ClusterSnapshot, profiles: ProfileSnapshot
     ) -> _Key | None:
         """The key for a Pod's decision inputs as JSON, emptying the cache first if the snapshots changed.
 
-        None when the cache is disabled.
+        None when the cache is disabled or the inputs are too large to keep.
         """
-        if self.size <= 0:
+        if self.size <= 0 or self.max_bytes <= 0:
             return None
         if cluster is not self._cluster or profiles is not self._profiles:
             self._entries.clear()
+            self.bytes = 0
             self._cluster, self._profiles = cluster, profiles
+        if len(inputs) > MAX_ENTRY_INPUTS:
+            self.oversized += 1
+            return None
         return namespace, inputs
 
     def get(self, key: _Key | None) -> Verdict | None:
@@ -49,13 +71,22 @@ class VerdictCache:
         found = self._entries.get(key)
         if found is None:
             self.misses += 1
-        else:
-            self.hits += 1
-        return found
+            return None
+        self.hits += 1
+        return found[0]
 
     def put(self, key: _Key | None, verdict: Verdict) -> None:
         if key is None:
             return
-        if len(self._entries) >= self.size:
-            del self._entries[next(iter(self._entries))]
-        self._entries[key] = verdict
+        cost = entry_cost(key, verdict)
+        if cost > self.max_bytes:
+            self.oversized += 1
+            return
+        previous = self._entries.pop(key, None)
+        if previous is not None:
+            self.bytes -= previous[1]
+        while self._entries and (len(self._entries) >= self.size or self.bytes + cost > self.max_bytes):
+            _, freed = self._entries.pop(next(iter(self._entries)))  # the oldest
+            self.bytes -= freed
+        self._entries[key] = (verdict, cost)
+        self.bytes += cost

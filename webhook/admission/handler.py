@@ -16,7 +16,7 @@ import orjson
 
 from webhook.admission.cache import VerdictCache
 from webhook.admission.patchcheck import check_patch
-from webhook.admission.peek import Peek, peek_review
+from webhook.admission.peek import Peek, peek_review, peek_uid
 from webhook.admission.response import answer_with_tail, bad_request_body, review_answer
 from webhook.admission.review import BadRequest, Review, parse_review, pod_problem
 from webhook.admission.verdict import Outcome, Verdict, verdict
@@ -26,7 +26,16 @@ from webhook.core.namespace import NamespaceSettings
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
 from webhook.core.workload import pod_workload
 
-__all__ = ["Answer", "Engine", "ErrorReason", "admit", "default_engine", "too_large"]
+__all__ = [
+    "Answer",
+    "Engine",
+    "ErrorReason",
+    "admit",
+    "answer_limit",
+    "default_engine",
+    "shed",
+    "too_large",
+]
 
 
 class Engine(Protocol):
@@ -44,6 +53,7 @@ class ErrorReason(StrEnum):
     TOO_LARGE = "body_too_large"
     ENGINE = "engine_fault"
     PATCH = "patch_does_not_apply"
+    ANSWER_TOO_LARGE = "answer_too_large"
 
 
 class Answer(NamedTuple):
@@ -92,7 +102,7 @@ def _workload_name(pod: Mapping[str, Any], namespace: str) -> str | None:
         return None
 
 
-def _fault(review: Review, reason: ErrorReason, exc: BaseException, *, workload: str | None) -> Answer:
+def _fault(review: Review | Peek, reason: ErrorReason, exc: BaseException, *, workload: str | None) -> Answer:
     warning = f"pod-tailor: internal error ({type(exc).__name__}); the Pod was admitted unchanged"
     return Answer(
         200,
@@ -114,10 +124,41 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}{where}: {str(exc)[:200]}"
 
 
-def _answer(review: Review | Peek, found: Verdict) -> Answer:
+MIN_ANSWER_LIMIT = 16 * 1024
+
+
+def answer_limit(request_bytes: int) -> int:
+    """The largest answer for a request of `request_bytes`: twice its size, never under 16 KiB.
+
+    A request must not make the process hold (or send) much more than itself; the floor keeps the
+    small hand-made requests of tests and previews, whose answers may outgrow them, untouched.
+    """
+    return max(2 * request_bytes, MIN_ANSWER_LIMIT)
+
+
+def _too_large_answer(review: Review | Peek, found: Verdict, size: int, limit: int) -> Answer:
+    warning = f"pod-tailor: the answer would be {size} bytes, over {limit}; the Pod was admitted unchanged"
     return Answer(
         200,
-        answer_with_tail(review.uid, found.tail),
+        review_answer(review.uid, warnings=(warning,)),
+        Outcome.ERROR,
+        uid=review.uid,
+        namespace=review.namespace,
+        workload=found.workload,
+        policy=found.policy,
+        dry_run=review.dry_run,
+        error=ErrorReason.ANSWER_TOO_LARGE,
+        detail=f"answer of {size} bytes over the limit of {limit}",
+    )
+
+
+def _answer(review: Review | Peek, found: Verdict, *, request_bytes: int) -> Answer:
+    body = answer_with_tail(review.uid, found.tail)
+    if len(body) > MIN_ANSWER_LIMIT and len(body) > answer_limit(request_bytes):
+        return _too_large_answer(review, found, len(body), answer_limit(request_bytes))
+    return Answer(
+        200,
+        body,
         found.outcome,
         uid=review.uid,
         namespace=review.namespace,
@@ -139,24 +180,34 @@ def admit(
     cache: VerdictCache | None = None,
     verify_patch: bool = True,
 ) -> Answer:
-    """Answer one AdmissionReview body against one pair of snapshots. Never raises."""
+    """Answer one AdmissionReview body against one pair of snapshots. Never raises.
+
+    A body the peek decodes (the usual Pod CREATE) is decided from the peek's inputs, cached or not:
+    they hold every field `pod_problem`, the engine and `check_patch` read (the patch's parents are
+    inputs, kept with their presence), so the full parse is only for everything else.
+    """
     key = None
-    if cache is not None and (peeked := peek_review(body)) is not None:
+    peeked = peek_review(body, label_keys=cluster.label_keys_read) if cache is not None else None
+    if cache is not None and peeked is not None:
         key = cache.key(peeked.namespace, peeked.key, cluster=cluster, profiles=profiles)
         cached = cache.get(key)
         if cached is not None:
             # A replica with these inputs was decided against these snapshots. Only valid Pods are
             # cached, and the inputs hold every field `pod_problem` reads, so this Pod is valid too.
-            return _answer(peeked, cached)
-    parsed = parse_review(body)
-    if isinstance(parsed, BadRequest):
-        return _bad(parsed)
-    review = parsed
-    if not review.is_pod_create:
-        return Answer(200, review_answer(review.uid), Outcome.IGNORED, uid=review.uid,
-                      namespace=review.namespace or None, dry_run=review.dry_run)
-    pod: Any = review.obj
-    inputs = decision_inputs(pod)
+            return _answer(peeked, cached, request_bytes=len(body))
+    review: Review | Peek
+    if peeked is not None:
+        review, pod = peeked, peeked.inputs
+        inputs: Any = pod
+    else:
+        parsed = parse_review(body)
+        if isinstance(parsed, BadRequest):
+            return _bad(parsed)
+        if not parsed.is_pod_create:
+            return Answer(200, review_answer(parsed.uid), Outcome.IGNORED, uid=parsed.uid,
+                          namespace=parsed.namespace or None, dry_run=parsed.dry_run)
+        review, pod = parsed, parsed.obj
+        inputs = decision_inputs(pod, label_keys=cluster.label_keys_read(review.namespace))
     problem = pod_problem(pod, review.uid)
     if problem is not None:
         return _bad(problem)
@@ -172,7 +223,20 @@ def admit(
         return _fault(review, ErrorReason.PATCH, exc, workload=decision.workload or None)
     if cache is not None:
         cache.put(key, found)
-    return _answer(review, found)
+    return _answer(review, found, request_bytes=len(body))
+
+
+def shed(body: bytes, reason: str, *, prefix_only: bool = False) -> Answer | None:
+    """Allowed, no patch, a warning: the answer when deciding would cost a caller its deadline.
+
+    Only the uid is read (`peek_uid`); None when it cannot be read, and the caller takes the full
+    path, whose answer for such a body is a cheap 400. `prefix_only`: `body` is the start of the body.
+    """
+    uid = peek_uid(body, prefix_only=prefix_only)
+    if uid is None:
+        return None
+    warning = f"pod-tailor: {reason}; the Pod was admitted unchanged"
+    return Answer(200, review_answer(uid, warnings=(warning,)), Outcome.SHED, uid=uid, detail=reason)
 
 
 def default_engine() -> Engine:

@@ -27,23 +27,43 @@ class PatchError(ValueError):
 def _tokens(pointer: Any) -> tuple[str, ...]:
     if not isinstance(pointer, str) or (pointer and not pointer.startswith("/")):
         raise PatchError(f"not a JSON pointer: {pointer!r}")
-    return tuple(part.replace("~1", "/").replace("~0", "~") for part in pointer.split("/")[1:])
+    parts = pointer.split("/")[1:]
+    if "~" not in pointer:
+        return tuple(parts)
+    return tuple(part.replace("~1", "/").replace("~0", "~") for part in parts)
 
 
-def _resolve(pod: Any, tokens: tuple[str, ...], added: Mapping[tuple[str, ...], Any]) -> Any:
-    node = pod
-    for depth, token in enumerate(tokens):
-        prefix = tokens[: depth + 1]
-        if prefix in added:
-            node = added[prefix]
-        elif isinstance(node, Mapping):
-            node = node.get(token, _MISSING)
-        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
-            node = node[int(token)]
-        else:
-            return _MISSING
+def _step(node: Any, token: str) -> Any:
+    if isinstance(node, Mapping):
+        return node.get(token, _MISSING)
+    if isinstance(node, list) and token.isdigit() and int(token) < len(node):
+        return node[int(token)]
+    return _MISSING
+
+
+_Path = tuple[str, ...]
+
+
+def _resolve(pod: Any, tokens: _Path, added: Mapping[_Path, Any], walked: dict[_Path, Any]) -> Any:
+    """The node at `tokens`, values added by earlier ops taking the place of what the Pod holds.
+
+    `walked` remembers nodes of the Pod itself by path, for the ops that share parents.
+    """
+    start, node = 0, pod
+    for depth in range(len(tokens), 0, -1):  # the deepest value an earlier op added on the way
+        if tokens[:depth] in added:
+            start, node = depth, added[tokens[:depth]]
+            break
+    else:
+        found = walked.get(tokens, _MISSING)
+        if found is not _MISSING:
+            return found
+    for depth in range(start, len(tokens)):
+        node = _step(node, tokens[depth])
         if node is _MISSING:
             return _MISSING
+    if start == 0:
+        walked[tokens] = node
     return node
 
 
@@ -57,6 +77,7 @@ def _full_check(pod: Mapping[str, Any], ops: Sequence[Mapping[str, Any]]) -> Non
 def check_patch(pod: Mapping[str, Any], ops: Sequence[Mapping[str, Any]]) -> None:
     """Raise `PatchError` unless every op applies in order to `pod` (which is not modified)."""
     added: dict[tuple[str, ...], Any] = {}
+    walked: dict[tuple[str, ...], Any] = {}
     for op in ops:
         kind = op.get("op")
         if kind not in ("add", "replace") or "value" not in op:
@@ -64,7 +85,7 @@ def check_patch(pod: Mapping[str, Any], ops: Sequence[Mapping[str, Any]]) -> Non
         tokens = _tokens(op.get("path"))
         if not tokens:
             raise PatchError("the patch replaces the whole Pod")
-        parent = _resolve(pod, tokens[:-1], added)
+        parent = _resolve(pod, tokens[:-1], added, walked)
         if isinstance(parent, list):
             return _full_check(pod, ops)  # list inserts shift indices; let jsonpatch judge
         if not isinstance(parent, Mapping):

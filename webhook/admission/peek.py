@@ -18,22 +18,24 @@ itself before admission.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from typing import Any, NamedTuple, TypedDict
 
 import msgspec
 import orjson
 
 from webhook.admission.review import API_VERSION, KIND, is_v1_pod
-from webhook.core.inputs import PodInputs
+from webhook.core.inputs import BASE_LABEL_KEYS, PodInputs, metadata_inputs
 
-__all__ = ["Peek", "peek_review"]
+__all__ = ["Peek", "peek_review", "peek_uid"]
 
 
 class Peek(NamedTuple):
     uid: str
     namespace: str
     dry_run: bool
-    inputs: dict[str, Any]  # equal to `decision_inputs(request.object)`
+    inputs: dict[str, Any]  # equal to `decision_inputs(request.object, label_keys=...)`
     key: bytes  # `inputs` as JSON: what the verdict cache is keyed on
 
 
@@ -67,8 +69,49 @@ class _Review(TypedDict, total=False):
 _decode = msgspec.json.Decoder(_Review).decode
 
 
-def peek_review(body: bytes) -> Peek | None:
-    """The values a cached verdict needs, or None when the body is anything but a plain v1 Pod CREATE."""
+class _UidRequest(TypedDict, total=False):
+    uid: Any
+
+
+class _UidReview(TypedDict, total=False):
+    request: _UidRequest
+
+
+_decode_uid = msgspec.json.Decoder(_UidReview).decode
+# How the API server writes a review (Go's field order: TypeMeta, then request.uid first): the uid
+# is in the first few hundred bytes, so a shed answer need not wait for the rest of the body.
+_UID_AT_START = re.compile(rb'^\{"kind":"AdmissionReview","apiVersion":"admission\.k8s\.io/v1",'
+                           rb'"request":\{"uid":"([0-9A-Za-z._-]{1,128})"')
+
+
+def peek_uid(body: bytes, *, prefix_only: bool = False) -> str | None:
+    """`request.uid` of a review, decoding nothing else (for answers that skip the decision).
+
+    With `prefix_only`, `body` may be just the start of a review as the API server writes it.
+    """
+    found = _UID_AT_START.match(body)
+    if found is not None:
+        return found[1].decode()
+    if prefix_only:
+        return None
+    try:
+        uid = _decode_uid(body).get("request", {}).get("uid")
+    except Exception:  # not JSON or odd types: the caller takes the full path, which says what is wrong
+        return None
+    return uid if type(uid) is str and uid else None
+
+
+def _base_label_keys(_namespace: str) -> frozenset[str]:
+    return BASE_LABEL_KEYS
+
+
+def peek_review(
+    body: bytes, *, label_keys: Callable[[str], frozenset[str]] = _base_label_keys
+) -> Peek | None:
+    """The values a cached verdict needs, or None when the body is anything but a plain v1 Pod CREATE.
+
+    `label_keys(namespace)`: the label keys read there (`ClusterSnapshot.label_keys_read`).
+    """
     try:
         if not body.isascii():
             body.decode()  # msgspec skips what it does not decode without checking its UTF-8
@@ -99,7 +142,9 @@ def peek_review(body: bytes) -> Peek | None:
         or "spec" not in pod  # `decision_inputs` passes such a Pod through whole
     ):
         return None
-    inputs: dict[str, Any] = {"metadata": pod["metadata"]} if "metadata" in pod else {}
+    inputs: dict[str, Any] = (
+        {"metadata": metadata_inputs(pod["metadata"], label_keys(namespace))} if "metadata" in pod else {}
+    )
     inputs["spec"] = pod["spec"]
     try:
         # msgspec reads integers beyond 64 bits exactly, orjson as floats: only the range both agree on.

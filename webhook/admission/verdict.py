@@ -6,7 +6,6 @@ Pods with the same template (every replica of a ReplicaSet) can share one; see `
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -29,6 +28,7 @@ class Outcome(StrEnum):
     BAD_REQUEST = "bad-request"  # 400
     TOO_LARGE = "too-large"  # 413
     ERROR = "error"  # our fault: allowed unchanged, with a warning
+    SHED = "shed"  # overloaded or past the request's deadline: allowed unchanged, with a warning
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +46,10 @@ class Verdict:
     tail: bytes = field(init=False)  # the answer after the uid; see `response.answer_with_tail`
 
     def __post_init__(self) -> None:
-        counts = Counter((_field_kind(item.field), source_kind(item.source)) for item in self.injections)
+        counts: dict[tuple[str, str], int] = {}
+        for item in self.injections:  # a loop, not a Counter: this runs for every decided Pod
+            key = (_field_kind(item.field), source_kind(item.source))
+            counts[key] = counts.get(key, 0) + 1
         object.__setattr__(self, "injection_counts", tuple(sorted((*key, n) for key, n in counts.items())))
         tail = answer_tail(patch=self.patch, warnings=self.warnings, audit=self.audit)
         object.__setattr__(self, "tail", tail)

@@ -51,21 +51,26 @@ class PolicySource:
         configmap = configmaps[0]
         version = str((configmap.get("metadata") or {}).get("resourceVersion", ""))
         if version == self._seen:
+            # Judged already; the gauge is set again so it always tells the truth about this version.
+            metrics.POLICY_CONFIGMAP_VALID.set(0 if self.current.error else 1)
             return self.current
-        self._seen = version
         origin = f"ConfigMap {self._where}@{version}"
-        text = (configmap.get("data") or {}).get(POLICY_KEY)
+        data = configmap.get("data")
+        text = data.get(POLICY_KEY) if isinstance(data, dict) else None
         try:
-            if text is None:
+            if not isinstance(text, str):
                 raise PolicyError(f"no key {POLICY_KEY!r} in data")
             policies = load_policy_text(text)
-        except PolicyError as exc:
+        except Exception as exc:  # a PolicyError, or any fault of the parser: never half-applied
+            message = str(exc) if isinstance(exc, PolicyError) else f"{type(exc).__name__}: {str(exc)[:200]}"
             metrics.POLICY_CONFIGMAP_VALID.set(0)
             metrics.POLICY_CONFIGMAP_ERRORS.inc()
-            error = f"{origin} invalid ({exc}); still using {self.current.origin}"
+            error = f"{origin} invalid ({message}); still using {self.current.origin}"
             log.error("%s", error)
+            self._seen = version
             self.current = PolicyOutcome(self.current.policies, self.current.origin, error)
             return self.current
+        self._seen = version
         metrics.POLICY_CONFIGMAP_VALID.set(1)
         log.info("policy from %s (%d policies)", origin, len(policies.policies))
         self.current = PolicyOutcome(policies, origin)

@@ -96,6 +96,7 @@ class Watched:
         optional: bool = False,
         absent_retry: float = 300.0,
         relevant: Callable[[Obj], Hashable] | None = without_status,
+        on_failure: Callable[[str], None] | None = None,
     ) -> None:
         self.resource = resource
         self._call = list_call
@@ -108,6 +109,7 @@ class Watched:
         self._optional = optional
         self._absent_retry = absent_retry
         self._relevant = relevant
+        self._on_failure = on_failure  # told each failed list or watch (for health reporting)
         self._lock = threading.Lock()
         self._objects: dict[Key, Obj] = {}
         self._response: Any = None
@@ -262,6 +264,11 @@ class Watched:
     def _failed(self, what: str, exc: Exception) -> None:
         first_line = (str(exc).strip().splitlines() or [""])[0]
         self.last_error = f"{what}: {type(exc).__name__}: {first_line}"
+        if self._on_failure is not None:
+            try:
+                self._on_failure(self.last_error)
+            except Exception:  # reporting must not stop the retry
+                log.exception("%s: reporting a failure", self.resource)
         delay = self._backoff.next_delay()
         log.warning("%s: %s; retrying in %.1fs", self.resource, self.last_error, delay)
         self._stop.wait(delay)

@@ -30,8 +30,13 @@ def load_policy_text(text: str) -> PolicySet:
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise PolicyError(f"policy file: not valid YAML: {exc}".splitlines()[0]) from None
-    return parse_policies(document, base=bundled_policy_document()["policies"]["default"])
+        raise PolicyError(f"policy file: not valid YAML: {exc}".splitlines()[0][:300]) from None
+    except (ValueError, RecursionError) as exc:  # e.g. a timestamp with day 30 of February
+        raise PolicyError(f"policy file: unreadable YAML: {type(exc).__name__}: {str(exc)[:200]}") from None
+    try:
+        return parse_policies(document, base=bundled_policy_document()["policies"]["default"])
+    except RecursionError:  # a document nested past Python's stack
+        raise PolicyError("policy file: nested too deeply") from None
 
 
 def load_policy_file(path: str) -> PolicySet:

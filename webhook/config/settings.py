@@ -62,6 +62,37 @@ class Settings:
     verdict_cache_size: int = field(
         default=1024, metadata=_doc("answers kept for identical Pods (replicas of one template); 0: none")
     )
+    verdict_cache_bytes: int = field(
+        default=32 * 1024 * 1024, metadata=_doc("bytes the verdict cache may hold (inside a 256Mi limit)")
+    )
+    # Connections and overload (webhook/server/protocol.py, overload.py, listener.py; docs/hardening.md).
+    admission_timeout_seconds: float = field(
+        default=3.0, metadata=_doc("the webhook's registered timeoutSeconds: the deadline without ?timeout=")
+    )
+    max_in_flight: int = field(
+        default=256, metadata=_doc("requests read or decided at once; more are answered allowed, unchanged")
+    )
+    max_in_flight_bytes: int = field(
+        default=64 * 1024 * 1024, metadata=_doc("declared body bytes in flight at once; more are shed alike")
+    )
+    max_connections: int = field(
+        default=1000, metadata=_doc("open connections; past it the oldest still sending headers is closed")
+    )
+    header_timeout_seconds: float = field(
+        default=5.0, metadata=_doc("a request's headers must arrive within this (from connect or first byte)")
+    )
+    body_timeout_seconds: float = field(
+        default=10.0, metadata=_doc("a request's body must arrive within this after its headers")
+    )
+    tls_handshake_timeout_seconds: float = field(
+        default=5.0, metadata=_doc("a TLS handshake must complete within this")
+    )
+    keep_alive_seconds: int = field(
+        default=120, metadata=_doc("idle keep-alive; longer than the API server's 90 s, so the client closes")
+    )
+    drain_seconds: float = field(
+        default=5.0, metadata=_doc("after SIGTERM: not ready, answering with Connection: close, then stop")
+    )
     # Cluster watches (webhook/cluster/).
     watch_cluster: bool = field(
         default=True, metadata=_doc("watch Namespaces, LimitRanges, the policy ConfigMap (if a cluster)")
@@ -131,8 +162,15 @@ class Settings:
             raise SettingsError("cert_reload_seconds must be positive")
         if self.max_body_bytes <= 0:
             raise SettingsError("max_body_bytes must be positive")
-        if self.verdict_cache_size < 0:
-            raise SettingsError("verdict_cache_size must not be negative")
+        if self.verdict_cache_size < 0 or self.verdict_cache_bytes < 0:
+            raise SettingsError("verdict_cache_size and verdict_cache_bytes must not be negative")
+        for name in ("admission_timeout_seconds", "header_timeout_seconds", "body_timeout_seconds",
+                     "tls_handshake_timeout_seconds", "keep_alive_seconds", "max_in_flight",
+                     "max_in_flight_bytes", "max_connections"):
+            if getattr(self, name) <= 0:
+                raise SettingsError(f"{name} must be positive")
+        if self.drain_seconds < 0:
+            raise SettingsError("drain_seconds must not be negative")
         if self.resync_seconds < 1:
             raise SettingsError("resync_seconds must be at least 1")
         if self.profiles_store not in {"file", "kubernetes"}:

@@ -10,6 +10,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from webhook.core.annotations import within_limits
 from webhook.core.decision import Decision, Injection, Note
 from webhook.core.explain import explanation
 from webhook.core.facts import ClusterFacts
@@ -77,13 +78,13 @@ def _tailor_checked(
 ) -> Decision:
     """`tailor` for a Pod that passed `malformed`."""
     label = str(workload) if workload else ""
+    pod, warnings = within_limits(pod)
     opt_out = exclusions(pod)
     if opt_out.skip_pod:
         return Decision(skipped="pod label pod-tailor.io/skip=true", policy=policy.name, workload=label)
     unknown = opt_out.features - set(FEATURES)
-    warnings = (
-        [f"unknown feature(s) in pod-tailor.io/exclude: {', '.join(sorted(unknown))}"] if unknown else []
-    )
+    if unknown:
+        warnings.append(f"unknown feature(s) in pod-tailor.io/exclude: {', '.join(sorted(unknown))}")
     features = policy.features - opt_out.features
     patch = PatchBuilder(pod)
     injections: list[Injection] = []

@@ -4,6 +4,14 @@ Replicas of one template differ in fields the engine never looks at (the Service
 `kube-api-access-xxxxx` volume and its mounts, env, images' digests), so the same inputs mean the same
 decision, and the same patch applies to each of them. The admission path keys its verdict cache on
 these inputs; a test holds the engine to reading nothing else.
+
+Within metadata only what is read is kept, so that StatefulSet ordinals and Job Pods share one key
+and a large annotation nobody reads costs nothing per cache entry: the `pod-tailor.io/` annotations
+and LimitRanger's; the `pod-tailor.io/` labels and the label keys the cluster snapshot says are read
+(`ClusterSnapshot.label_keys_read`); of each owner reference its kind, name and controller flag; and
+the Pod's own name only when no controller owner names its workload (`workload.controller_owner`).
+A field of an odd shape is kept whole, so `malformed` judges the inputs as it judges the Pod, and
+a map left empty stays: whether `metadata.annotations` exists decides the shape of the patch.
 """
 
 from __future__ import annotations
@@ -11,7 +19,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypedDict
 
-__all__ = ["ContainerInputs", "MetadataInputs", "PodInputs", "SpecInputs", "decision_inputs"]
+from webhook import PREFIX
+from webhook.core.pod import LIMIT_RANGER_ANNOTATION
+from webhook.core.workload import TEMPLATE_HASH_LABEL, controller_owner
+
+__all__ = [
+    "BASE_LABEL_KEYS",
+    "ContainerInputs",
+    "MetadataInputs",
+    "PodInputs",
+    "SpecInputs",
+    "decision_inputs",
+    "metadata_inputs",
+]
+
+# Label keys the engine itself reads besides the `pod-tailor.io/` ones (kept always).
+BASE_LABEL_KEYS = frozenset({TEMPLATE_HASH_LABEL})
+_OWNER_FIELDS = ("controller", "kind", "name")
 
 
 # The fields the engine reads, as types: `decision_inputs` picks them from a parsed Pod, and the
@@ -76,8 +100,62 @@ def _pick_each(items: list[Any]) -> list[Any]:
     return picked
 
 
-def decision_inputs(pod: Any) -> Any:
-    """A copy-free projection of `pod` onto what the engine reads; odd shapes pass through unchanged."""
+def _labels(value: Any, keys: frozenset[str]) -> Any:
+    """The labels read: `pod-tailor.io/` ones and `keys`; any value not a map of strings unchanged."""
+    if not isinstance(value, dict):
+        return value
+    kept = {}
+    for key, text in value.items():  # loops, not a shared helper with a predicate: this runs per request
+        if not (isinstance(key, str) and isinstance(text, str)):
+            return value
+        if key in keys or key.startswith(PREFIX):
+            kept[key] = text
+    return kept
+
+
+def _annotations(value: Any) -> Any:
+    """The annotations read: `pod-tailor.io/` ones and LimitRanger's; any other value unchanged."""
+    if not isinstance(value, dict):
+        return value
+    kept = {}
+    for key, text in value.items():
+        if not (isinstance(key, str) and isinstance(text, str)):
+            return value
+        if key.startswith(PREFIX) or key == LIMIT_RANGER_ANNOTATION:
+            kept[key] = text
+    return kept
+
+
+def _owners(value: Any) -> Any:
+    if not isinstance(value, list) or not all(isinstance(ref, dict) for ref in value):
+        return value
+    return [_pick(ref, _OWNER_FIELDS) for ref in value]
+
+
+def metadata_inputs(
+    metadata: Mapping[str, Any], label_keys: frozenset[str] = BASE_LABEL_KEYS
+) -> dict[str, Any]:
+    """What the engine reads of a Pod's metadata (see the module's docstring)."""
+    view = _pick(metadata, _METADATA)
+    if "labels" in view:
+        view["labels"] = _labels(view["labels"], label_keys)
+    if "annotations" in view:
+        view["annotations"] = _annotations(view["annotations"])
+    if "ownerReferences" in view:
+        view["ownerReferences"] = _owners(view["ownerReferences"])
+        if controller_owner(view) is not None:
+            # The owner names the workload; a string name (a StatefulSet ordinal, a Job Pod's) is not read.
+            for key in ("name", "generateName"):
+                if isinstance(view.get(key), str):
+                    del view[key]
+    return view
+
+
+def decision_inputs(pod: Any, *, label_keys: frozenset[str] = BASE_LABEL_KEYS) -> Any:
+    """A projection of `pod` onto what the engine reads; odd shapes pass through unchanged.
+
+    `label_keys`: the label keys read beyond the `pod-tailor.io/` ones, from the cluster snapshot.
+    """
     if not isinstance(pod, dict):
         return pod
     metadata, spec = pod.get("metadata", {}), pod.get("spec")
@@ -85,7 +163,7 @@ def decision_inputs(pod: Any) -> Any:
         return pod
     view: dict[str, Any] = {}
     if "metadata" in pod:
-        view["metadata"] = _pick(metadata, _METADATA)
+        view["metadata"] = metadata_inputs(metadata, label_keys)
     projected = _pick(spec, _SPEC)
     for group in _GROUPS:
         items = spec.get(group)

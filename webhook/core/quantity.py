@@ -21,21 +21,41 @@ class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity."""
 
 
+_CACHED_LENGTH = 40  # longer texts (no real quantity is) are parsed every time, never kept
+
+
 def parse(value: object) -> Decimal:
-    """Parse a quantity (`"250m"`, `"1Gi"`, `2`) to Decimal; raise QuantityError if it is not one."""
+    """Parse a quantity (`"250m"`, `"1Gi"`, `2`) to Decimal; raise QuantityError if it is not one.
+
+    NaN and infinities are not quantities (Kubernetes' own parser refuses them).
+    """
     if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise QuantityError(f"not a quantity: {value!r}")
+        raise QuantityError(f"not a quantity: {_shown(value)}")
+    if isinstance(value, str) and len(value) > _CACHED_LENGTH:
+        return _parse_uncached(value)
+    if isinstance(value, int) and value.bit_length() > 64:
+        return _parse_uncached(value)
     return _parse(value)
 
 
-@lru_cache(maxsize=65_536)
-def _parse(value: str | int | float) -> Decimal:
-    # Pods repeat a handful of quantities ("100m", "128Mi") and a profile store repeats its rounded
-    # values; Decimal is immutable, so sharing is safe.
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:40]}... ({len(text)} characters)"
+
+
+def _parse_uncached(value: str | int | float) -> Decimal:
     try:
-        return Decimal(parse_quantity(value))  # type: ignore[no-untyped-call]
+        found = Decimal(parse_quantity(value))  # type: ignore[no-untyped-call]
     except (ValueError, ArithmeticError) as exc:
-        raise QuantityError(f"not a quantity: {value!r}") from exc
+        raise QuantityError(f"not a quantity: {_shown(value)}") from exc
+    if not found.is_finite():
+        raise QuantityError(f"not a quantity: {_shown(value)}")
+    return found
+
+
+# Pods repeat a handful of quantities ("100m", "128Mi") and a profile store repeats its rounded values;
+# Decimal is immutable, so sharing is safe. At most 16,384 short keys: well under 10 MB.
+_parse = lru_cache(maxsize=16_384)(_parse_uncached)
 
 
 def render_cpu(cores: Decimal) -> str:

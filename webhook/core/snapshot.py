@@ -12,6 +12,7 @@ from types import MappingProxyType
 
 from webhook.core.autoscalers import NamespaceAutoscalers
 from webhook.core.facts import ClusterFacts, LimitRangeItem
+from webhook.core.inputs import BASE_LABEL_KEYS
 from webhook.core.namespace import Mode, NamespaceSettings, namespace_settings
 from webhook.core.policy import PolicySet
 from webhook.core.profile import ProfileIndex, WorkloadProfiles
@@ -39,6 +40,14 @@ class ClusterSnapshot:
     def settings_for(self, namespace: str) -> NamespaceSettings:
         labels = None if self.namespaces is None else self.namespaces.get(namespace)
         return namespace_settings(labels, default_mode=self.default_mode)
+
+    def label_keys_read(self, namespace: str) -> frozenset[str]:
+        """Pod label keys a decision in `namespace` reads besides the `pod-tailor.io/` ones.
+
+        The verdict cache's key keeps only these labels (`webhook.core.inputs`); a feature that matches
+        Pod labels (e.g. against Service selectors) adds the keys it reads in that namespace here.
+        """
+        return BASE_LABEL_KEYS
 
     def facts_for(self, namespace: str) -> ClusterFacts:
         return ClusterFacts(

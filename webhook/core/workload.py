@@ -11,7 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["WorkloadKey", "owner_workload", "pod_workload"]
+__all__ = ["TEMPLATE_HASH_LABEL", "WorkloadKey", "controller_owner", "owner_workload", "pod_workload"]
+
+TEMPLATE_HASH_LABEL = "pod-template-hash"
 
 # pod-template-hash: rand.SafeEncodeString alphabet, 1-10 chars (usually 8-10).
 _TEMPLATE_HASH = re.compile(r"^(?P<base>.+)-(?P<hash>[bcdfghjklmnpqrstvwxz2456789]{1,10})$")
@@ -52,15 +54,24 @@ def owner_workload(kind: str, name: str, *, template_hash: str | None = None) ->
     return kind, name
 
 
+def controller_owner(metadata: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The owner reference that names the Pod's workload: the first controller with a kind and a name."""
+    refs = metadata.get("ownerReferences")
+    for ref in refs if isinstance(refs, list) else ():
+        if isinstance(ref, dict) and ref.get("controller") and ref.get("kind") and ref.get("name"):
+            return ref
+    return None
+
+
 def pod_workload(pod: Mapping[str, Any], namespace: str) -> WorkloadKey:
     """The workload of a Pod at CREATE time: its controller owner, else the Pod's own name."""
     metadata = pod.get("metadata") or {}
-    labels = metadata.get("labels") or {}
-    for ref in metadata.get("ownerReferences") or ():
-        if isinstance(ref, dict) and ref.get("controller") and ref.get("kind") and ref.get("name"):
-            kind, name = owner_workload(
-                str(ref["kind"]), str(ref["name"]), template_hash=labels.get("pod-template-hash")
-            )
-            return WorkloadKey(namespace, kind, name)
+    ref = controller_owner(metadata)
+    if ref is not None:
+        labels = metadata.get("labels") or {}
+        kind, name = owner_workload(
+            str(ref["kind"]), str(ref["name"]), template_hash=labels.get(TEMPLATE_HASH_LABEL)
+        )
+        return WorkloadKey(namespace, kind, name)
     name = metadata.get("name") or metadata.get("generateName", "").rstrip("-") or "unnamed"
     return WorkloadKey(namespace, "Pod", str(name))

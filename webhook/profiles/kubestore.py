@@ -12,9 +12,11 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import zlib
 from collections.abc import Iterable
 from typing import Any
 
+import orjson
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
@@ -26,7 +28,7 @@ from webhook.profiles.store import (
     merge_documents,
 )
 
-__all__ = ["LABEL", "KubeStore", "configmap_name"]
+__all__ = ["LABEL", "KubeStore", "configmap_name", "decode_configmap"]
 
 LABEL = "pod-tailor.io/profiles"
 _KEY = "profiles.json"
@@ -48,19 +50,41 @@ def _encode(document: ProfileDocument) -> dict[str, Any]:
     return {"binaryData": {_KEY + ".gz": packed}}
 
 
-def _decode(item: Any) -> ProfileDocument:
-    name = item.metadata.name
-    data, binary = item.data or {}, item.binary_data or {}
-    if _KEY in data:
-        text = data[_KEY]
-    elif _KEY + ".gz" in binary:
-        text = gzip.decompress(base64.b64decode(binary[_KEY + ".gz"])).decode()
-    else:
-        raise StoreError(f"ConfigMap {item.metadata.namespace}/{name}: no {_KEY}")
+MAX_DOCUMENT = 64 * 1024 * 1024  # a namespace's profiles unpacked; a larger one is a gzip bomb
+
+
+def _gunzip(packed: str) -> bytes:
+    """base64 then gzip, refusing more than MAX_DOCUMENT bytes of output (never inflating a bomb whole)."""
+    raw = base64.b64decode(packed, validate=True)
+    inflate = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)  # gzip framing
+    out = inflate.decompress(raw, MAX_DOCUMENT + 1)
+    if len(out) > MAX_DOCUMENT:
+        raise ValueError(f"more than {MAX_DOCUMENT} bytes unpacked")
+    if not inflate.eof:
+        raise ValueError("truncated gzip data")
+    return out
+
+
+def decode_configmap(where: str, data: Any, binary: Any) -> ProfileDocument:
+    """One ConfigMap's document from its `data` or gzip+base64 `binaryData`; only StoreError comes out."""
     try:
-        return decode_document(json.loads(text), where=f"ConfigMap {item.metadata.namespace}/{name}")
-    except ValueError as exc:
-        raise StoreError(f"ConfigMap {item.metadata.namespace}/{name}: not valid JSON: {exc}") from None
+        if isinstance(data, dict) and isinstance(data.get(_KEY), str):
+            text: str | bytes = data[_KEY]
+        elif isinstance(binary, dict) and isinstance(binary.get(_KEY + ".gz"), str):
+            text = _gunzip(binary[_KEY + ".gz"])
+        else:
+            raise StoreError(f"{where}: no {_KEY}")
+        document = orjson.loads(text)
+    except StoreError:
+        raise
+    except (ValueError, zlib.error, EOFError) as exc:  # base64, gzip, UTF-8 and JSON errors are ValueErrors
+        raise StoreError(f"{where}: unreadable {_KEY}: {type(exc).__name__}: {str(exc)[:200]}") from None
+    return decode_document(document, where=where)
+
+
+def _decode(item: Any) -> ProfileDocument:
+    where = f"ConfigMap {item.metadata.namespace}/{item.metadata.name}"
+    return decode_configmap(where, item.data, item.binary_data)
 
 
 class KubeStore:

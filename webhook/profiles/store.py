@@ -9,6 +9,7 @@ documents in ConfigMaps so several webhook replicas share them.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from collections.abc import Iterable, Mapping
@@ -144,34 +145,50 @@ def _encode_profile(profile: ContainerProfile) -> dict[str, Any]:
     return out | encode_recorded(profile)
 
 
+def _finite(value: Any, where: str, *, low: float = 0.0, high: float = float("inf")) -> float:
+    number = float(value)
+    if not (math.isfinite(number) and low <= number <= high):
+        raise StoreError(f"{where}: {number!r} is outside {low}..{high}")
+    return number
+
+
+def _amount(value: Any, where: str) -> Decimal:
+    amount = parse(value)
+    if amount < 0:
+        raise StoreError(f"{where}: negative quantity {value!r}")
+    return amount
+
+
 def _decode_profile(data: Any, where: str) -> ContainerProfile:
     if not isinstance(data, Mapping):
         raise StoreError(f"{where}: must be an object")
     if "none" in data:
-        return NoRecommendation(str(data["none"]))
+        return NoRecommendation(str(data["none"])[:1000])
     try:
         ev = data["evidence"]
+        if not isinstance(ev, Mapping):
+            raise StoreError(f"{where}: evidence must be an object")
         evidence = Evidence(
             window=str(ev["window"]),
-            samples=int(ev["samples"]),
-            hours=float(ev["hours"]),
-            cpu_percentile=float(ev["cpuPercentile"]),
-            memory_margin=float(ev["memoryMargin"]),
-            confidence=float(ev["confidence"]),
-            oom_kills=int(ev.get("oomKills", 0)),
+            samples=int(_finite(ev["samples"], where)),
+            hours=_finite(ev["hours"], where),
+            cpu_percentile=_finite(ev["cpuPercentile"], where, high=100.0),
+            memory_margin=_finite(ev["memoryMargin"], where, high=100.0),
+            confidence=_finite(ev["confidence"], where, high=1.0),
+            oom_kills=int(_finite(ev.get("oomKills", 0), where)),
         )
         startup_cpu = data.get("startupCpu")
         startup_seconds = data.get("startupSeconds")
         return Recommendation(
-            cpu=parse(data["cpu"]),
-            memory=parse(data["memory"]),
+            cpu=_amount(data["cpu"], where),
+            memory=_amount(data["memory"], where),
             evidence=evidence,
-            startup_cpu=None if startup_cpu is None else parse(startup_cpu),
-            startup_seconds=None if startup_seconds is None else float(startup_seconds),
+            startup_cpu=None if startup_cpu is None else _amount(startup_cpu, where),
+            startup_seconds=None if startup_seconds is None else _finite(startup_seconds, where),
             **decode_recorded(data),
         )
-    except (KeyError, TypeError, ValueError, QuantityError, RecordedError) as exc:
-        raise StoreError(f"{where}: {type(exc).__name__}: {exc}") from None
+    except (KeyError, TypeError, ValueError, ArithmeticError, QuantityError, RecordedError) as exc:
+        raise StoreError(f"{where}: {type(exc).__name__}: {str(exc)[:200]}") from None
 
 
 def encode_document(document: ProfileDocument) -> dict[str, Any]:
@@ -199,37 +216,61 @@ def encode_document(document: ProfileDocument) -> dict[str, Any]:
     }
 
 
+def _mapping(value: Any, where: str) -> Mapping[Any, Any]:
+    """`value` when it is an object; `null` reads as an empty one; anything else is refused."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise StoreError(f"{where}: must be an object, got {type(value).__name__}")
+    return value
+
+
 def decode_document(data: Any, *, where: str) -> ProfileDocument:
-    """Parse the JSON form, refusing unknown versions with a message that says which one was found."""
+    """Parse the JSON form, refusing unknown versions and every other shape with a StoreError.
+
+    Only StoreError comes out (a fuzz test feeds it random JSON), so a bad store can never take
+    down the task that reads it.
+    """
     if not isinstance(data, Mapping):
         raise StoreError(f"{where}: not a profile document (expected a JSON object)")
     version = data.get("apiVersion")
     if version != f"pod-tailor.io/profiles/v{FORMAT_VERSION}":
-        raise StoreError(f"{where}: unsupported apiVersion {version!r} (this build reads v{FORMAT_VERSION})")
+        shown = repr(version)[:60]
+        raise StoreError(f"{where}: unsupported apiVersion {shown} (this build reads v{FORMAT_VERSION})")
     workloads: dict[WorkloadKey, WorkloadEntry] = {}
-    for text, item in (data.get("workloads") or {}).items():
-        try:
-            key = WorkloadKey.parse(text)
-        except ValueError:
-            raise StoreError(f"{where}: bad workload key {text!r} (expected ns/Kind/name)") from None
+    for text, item in _mapping(data.get("workloads"), f"{where}: workloads").items():
+        key = _workload_key(text, where)
+        entry = _mapping(item, f"{where}: {text}")
         containers = {
-            name: _decode_profile(p, f"{where}: {text}/{name}")
-            for name, p in (item.get("containers") or {}).items()
+            str(name): _decode_profile(p, f"{where}: {text}/{name}")
+            for name, p in _mapping(entry.get("containers"), f"{where}: {text} containers").items()
         }
         current: dict[str, dict[str, Decimal]] = {}
-        for name, req in (item.get("current") or {}).items():
+        for name, req in _mapping(entry.get("current"), f"{where}: {text} current").items():
             try:
-                current[name] = {res: parse(v) for res, v in req.items()}
+                current[str(name)] = {
+                    str(res): _amount(v, where) for res, v in _mapping(req, f"{where}: {text}/{name}").items()
+                }
             except QuantityError as exc:
                 raise StoreError(f"{where}: {text}/{name} current: {exc}") from None
         summaries = decode_summaries(item.get("summaries"), where=f"{where}: {text}")
         workloads[key] = WorkloadEntry(containers, current, summaries)
     try:
-        generated_at = float(data.get("generatedAt", 0.0))
+        generated_at = _finite(data.get("generatedAt", 0.0), where)
     except (TypeError, ValueError):
         raise StoreError(f"{where}: generatedAt must be a number") from None
-    source, window = str(data.get("source", "")), str(data.get("window", "14d"))
+    source, window = str(data.get("source", ""))[:1000], str(data.get("window", "14d"))[:100]
     return ProfileDocument(workloads, generated_at, source, window)
+
+
+def _workload_key(text: Any, where: str) -> WorkloadKey:
+    try:
+        if not isinstance(text, str):
+            raise ValueError(text)
+        key = WorkloadKey.parse(text)
+    except ValueError:
+        raise StoreError(f"{where}: bad workload key {str(text)[:100]!r} (expected ns/Kind/name)") from None
+    return key
 
 
 # --- embedded file backend ---------------------------------------------------------------------------
@@ -266,7 +307,7 @@ class FileStore:
         try:
             data = orjson.loads(text)
         except orjson.JSONDecodeError as exc:
-            raise StoreError(f"profile store {self.path}: not valid JSON: {exc}") from None
+            raise StoreError(f"profile store {self.path}: not valid JSON: {str(exc)[:200]}") from None
         return decode_document(data, where=f"profile store {self.path}")
 
     def fingerprint(self) -> object:

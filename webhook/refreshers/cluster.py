@@ -10,6 +10,7 @@ cluster configuration the refresher swaps in the embedded defaults, notes why, a
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import threading
 import time
@@ -82,6 +83,7 @@ class ClusterRefresher:
     # -- synchronous core ---------------------------------------------------------------------------
     def start(self, state: State) -> None:
         self._state = state
+        self._stop = threading.Event()  # a fresh one: the supervisor may start this again after a crash
         state.pending.add(self.name)
         found = None
         if self.settings.watch_cluster:
@@ -132,6 +134,11 @@ class ClusterRefresher:
         )
         metrics.CLUSTER_SNAPSHOT_TIMESTAMP.set(now)
         state.pending.discard(self.name)
+        state.health.ok(self.name)
+
+    def _watch_failed(self, resource: str, message: str) -> None:
+        if self._state is not None:
+            self._state.health.failed(self.name, f"{resource}: {message}")
 
     def _watcher(self, spec: WatchSpec, api: Any) -> Watched:
         return Watched(
@@ -144,6 +151,7 @@ class ClusterRefresher:
             optional=spec.optional,
             absent_retry=self.settings.resync_seconds,
             relevant=spec.relevant,
+            on_failure=functools.partial(self._watch_failed, spec.resource),
         )
 
     def _spawn(self, target: Any, name: str) -> None:
@@ -168,28 +176,46 @@ class ClusterRefresher:
     def _heartbeat(self) -> None:
         """Refresh the server version and, while every watch is connected, the snapshot's age."""
         while not self._stop.wait(self.settings.resync_seconds):
-            before = self.server_version
-            self._read_version()
-            # An optional resource that is not served (no CRD) has no watch to be connected: its data,
-            # none, is as current as its last try.
-            if self.synced and all(w.connected or not w.served for w in self._watched.values()):
-                self.fresh_at = time.time()
-                self._rebuild(touch=False)
-            elif before != self.server_version:
-                self._rebuild(touch=False)
+            try:
+                before = self.server_version
+                self._read_version()
+                # An optional resource that is not served (no CRD) has no watch to be connected: its
+                # data, none, is as current as its last try.
+                if self.synced and all(w.connected or not w.served for w in self._watched.values()):
+                    self.fresh_at = time.time()
+                    self._rebuild(touch=False)
+                elif before != self.server_version:
+                    self._rebuild(touch=False)
+            except Exception:  # this thread must outlive any fault: it is what confirms freshness
+                log.exception("cluster: heartbeat failed; next try in %.0fs", self.settings.resync_seconds)
 
     def _rebuild(self, *, touch: bool = True) -> None:
-        """Build and swap a complete snapshot; called from the watch threads on every change."""
+        """Build and swap a complete snapshot; called from the watch threads on every change.
+
+        A fault while building keeps the current snapshot (and is reported); it never reaches the
+        watch that called, which would otherwise take it for a failed list.
+        """
         state = self._state
         if state is None or not self.synced:  # a partial view never replaces the current snapshot
             return
+        try:
+            self._build_and_swap(state, touch=touch)
+        except Exception as exc:
+            log.exception("cluster: snapshot rebuild failed; keeping the current snapshot")
+            state.health.failed(self.name, f"rebuild failed: {type(exc).__name__}: {str(exc)[:200]}")
+            return
+        state.health.ok(self.name)
+
+    def _build_and_swap(self, state: State, *, touch: bool) -> None:
         with self._rebuild_lock:
             configmaps = self._watched["configmaps"].objects() if "configmaps" in self._watched else []
             outcome = self._policy.update(configmaps)
             if outcome.error:
                 state.notes["policy"] = outcome.error
+                state.health.failed("policy", outcome.error)
             else:
                 state.notes.pop("policy", None)
+                state.health.ok("policy")
             if touch:
                 self.fresh_at = time.time()
             assert self._config is not None

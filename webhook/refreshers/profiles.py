@@ -3,8 +3,12 @@
 Every `interval` the store is checked (a cheap fingerprint: file mtime, or ConfigMap
 resourceVersions) and, when it changed, read and swapped in whole. With a Prometheus URL the same
 task first rebuilds the profiles every `build_interval` (single-node use, no separate recommender).
-Any failure keeps the last snapshot: its `taken_at` is the build time, so the age metric grows and
-says how stale it is; the error is kept in `state.notes` for /readyz.
+Any failure (of any type: a store in an unexpected shape must not stop the task) keeps the last
+snapshot: its `taken_at` is the build time, so the age metric grows and says how stale it is; the
+error is kept in `state.notes` and `state.health` for /readyz and the metrics, and the next try
+backs off (up to 8 intervals). A store that reads as empty (the file or the ConfigMaps deleted)
+after profiles were loaded is "source unavailable, keeping the last profiles", not "no profiles":
+every Pod would otherwise fall back to the policy at once.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ class ProfileRefresher:
         self._next_build = 0.0
         self._build_error: str | None = None
         self.failures = 0
+        self._failed_rounds = 0  # consecutive rounds with a failure, for the backoff
 
     async def refresh_once(self, state: State) -> bool:
         """One round: maybe build, then reload if changed. True when a new snapshot was swapped in."""
@@ -51,31 +56,49 @@ class ProfileRefresher:
                 self._next_build = self.clock() + self.build_interval
                 self._build_error = None
                 state.notes.pop(self.name, None)
-            except (PrometheusError, StoreError, ValueError) as exc:
+            except Exception as exc:  # PrometheusError, StoreError, or anything a bad answer raises
                 self._next_build = self.clock() + min(self.build_interval, max(self.interval, 30.0))
-                self._build_error = f"profile build failed, keeping the last profiles: {exc}"
+                self._build_error = f"profile build failed, keeping the last profiles: {_describe(exc)}"
                 self._fail(state, self._build_error)
         try:
             fingerprint = await asyncio.to_thread(self.store.fingerprint)
             if fingerprint == self._fingerprint:
+                self._succeeded(state)
                 return False
             document = await asyncio.to_thread(self.store.read)
-        except StoreError as exc:
-            self._fail(state, f"profile store unreadable, keeping the last profiles: {exc}")
+            loaded = state.profiles.profiles
+            if not document.workloads and loaded:
+                self._fail(state, f"profile store {self.store.describe()} holds no profiles (missing or "
+                                  f"deleted?): source unavailable, keeping the last {len(loaded)} workloads")
+                return False
+            snapshot = document.snapshot(origin=self.store.describe())
+        except Exception as exc:  # StoreError, or a decoder's fault: the last profiles stay
+            self._fail(state, f"profile store unreadable, keeping the last profiles: {_describe(exc)}")
             return False
-        state.swap_profiles(document.snapshot(origin=self.store.describe()))
+        state.swap_profiles(snapshot)
         self._fingerprint = fingerprint
-        if self._build_error:
-            state.notes[self.name] = self._build_error
-        else:
-            state.notes.pop(self.name, None)
+        self._succeeded(state)
         log.info("profiles loaded: %d workloads from %s", len(document.workloads), self.store.describe())
         return True
 
+    def _succeeded(self, state: State) -> None:
+        if self._build_error:
+            state.notes[self.name] = self._build_error
+            return
+        state.notes.pop(self.name, None)
+        state.health.ok(self.name)
+        self._failed_rounds = 0
+
     def _fail(self, state: State, message: str) -> None:
         self.failures += 1
+        self._failed_rounds += 1
         state.notes[self.name] = message
+        state.health.failed(self.name, message)
         log.warning("%s", message)
+
+    def next_wait(self) -> float:
+        """The interval, doubled for each round in a row that failed, up to 8 intervals."""
+        return float(self.interval * min(8, 2 ** max(0, self._failed_rounds - 1)))
 
     async def run(self, state: State) -> None:
         # Profiles are optional (the policy is the fallback), so readiness waits only for the first try.
@@ -84,9 +107,14 @@ class ProfileRefresher:
             while True:
                 await self.refresh_once(state)
                 state.pending.discard(self.name)
-                await asyncio.sleep(self.interval)
+                await asyncio.sleep(self.next_wait())
         finally:
             state.pending.discard(self.name)
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc) if isinstance(exc, StoreError | PrometheusError) else f"{type(exc).__name__}: {exc}"
+    return text[:300]
 
 
 class _UnavailableStore:

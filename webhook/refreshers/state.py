@@ -13,6 +13,7 @@ from typing import Protocol
 
 from webhook.config.policies import bundled_policies
 from webhook.core.snapshot import EMPTY_PROFILES, ClusterSnapshot, ProfileSnapshot
+from webhook.refreshers.health import Health
 
 __all__ = ["Refresher", "State"]
 
@@ -25,6 +26,9 @@ class State:
     pending: set[str] = field(default_factory=set)
     # Human-readable notes for /readyz (e.g. "no cluster configuration: embedded defaults").
     notes: dict[str, str] = field(default_factory=dict)
+    # Whether each source's last refresh worked; the snapshots stay the last good ones either way.
+    health: Health = field(default_factory=Health)
+    draining: bool = False  # set on SIGTERM: /readyz answers 503 while in-flight requests finish
 
     def swap_cluster(self, snapshot: ClusterSnapshot) -> None:
         self.cluster = snapshot

@@ -17,13 +17,19 @@ from typing import Any
 import orjson
 from fastapi import FastAPI, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
+from starlette.requests import ClientDisconnect
 
 from webhook import __version__
-from webhook.admission import Answer, Engine, Outcome, VerdictCache, admit, default_engine, too_large
+from webhook.admission import Answer, Engine, Outcome, VerdictCache, admit, default_engine, shed, too_large
 from webhook.config.settings import Settings
+from webhook.refreshers.health import supervise
 from webhook.refreshers.state import Refresher, State
+from webhook.server.deadline import BUDGET, request_timeout
+from webhook.server.guard_metrics import LimitCounts, ServerCollector
 from webhook.server.logs import RequestLog
 from webhook.server.metrics import Metrics
+from webhook.server.overload import Gate, ShedReason
+from webhook.server.protocol import ARRIVED, ConnectionGuard
 from webhook.server.tls import CertificateReloader
 
 __all__ = ["create_app"]
@@ -32,12 +38,17 @@ log = logging.getLogger("pod_tailor.admission")
 _JSON = "application/json"
 
 
+def _declared_length(request: Request) -> int | None:
+    declared = next((value for name, value in request.scope["headers"] if name == b"content-length"), None)
+    return int(declared) if declared is not None and declared.isdigit() else None
+
+
 async def _read_limited(request: Request, limit: int) -> bytes | None:
     """The body, or None as soon as it is known to exceed `limit` (without reading the rest)."""
-    declared = next((value for name, value in request.scope["headers"] if name == b"content-length"), None)
-    if declared is not None and declared.isdigit():
+    declared = _declared_length(request)
+    if declared is not None:
         # The HTTP parser stops at the declared length, so a declared body is safe to read whole.
-        return None if int(declared) > limit else await request.body()
+        return None if declared > limit else await request.body()
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
@@ -46,6 +57,20 @@ async def _read_limited(request: Request, limit: int) -> bytes | None:
             return None
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+async def _shed_early(request: Request, reason: str) -> tuple[Answer | None, bytes]:
+    """A shed answer from as little of the body as gives the uid (the API server writes it first).
+
+    Else (None, what was read: the whole body, or its first 64 KiB).
+    """
+    head = b""
+    async for chunk in request.stream():
+        head += chunk
+        answer = shed(head, reason, prefix_only=True)
+        if answer is not None or len(head) > 64 * 1024:
+            return answer, head
+    return shed(head, reason), head
 
 
 _requests_log = RequestLog()
@@ -68,17 +93,6 @@ def _log(answer: Answer, seconds: float) -> None:
     _requests_log.write(logging.WARNING if failed else logging.INFO, fields)
 
 
-async def _run_refresher(refresher: Refresher, state: State) -> None:
-    try:
-        await refresher.run(state)
-    except asyncio.CancelledError:
-        raise
-    except Exception:
-        logging.getLogger("pod_tailor.refresh").exception(
-            "refresher stopped", extra={"refresher": refresher.name}
-        )
-
-
 def create_app(
     settings: Settings,
     state: State,
@@ -86,18 +100,28 @@ def create_app(
     engine: Engine | None = None,
     tls: CertificateReloader | None = None,
     refreshers: Sequence[Refresher] = (),
+    guard: ConnectionGuard | None = None,
 ) -> FastAPI:
-    """The webhook app. `engine` defaults to the real one; `tls` is watched for rotation when given."""
+    """The webhook app. `engine` defaults to the real one; `tls` is watched for rotation when given.
+
+    `guard`: the connection limits of the server it runs in, for the metrics.
+    """
     decide = engine or default_engine()
-    cache = VerdictCache(settings.verdict_cache_size)
-    metrics = Metrics(state, cache=cache)
+    cache = VerdictCache(settings.verdict_cache_size, max_bytes=settings.verdict_cache_bytes)
+    metrics = Metrics(state)
+    gate = Gate(settings.max_in_flight, settings.max_in_flight_bytes)
+    counts = LimitCounts()
+    metrics.registry.register(
+        ServerCollector(gate=gate, cache=cache, health=state.health, counts=counts, guard=guard)
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         tasks: list[asyncio.Task[None]] = []
         for refresher in refreshers:
             state.pending.add(refresher.name)  # not ready until its first full load
-            tasks.append(asyncio.create_task(_run_refresher(refresher, state), name=refresher.name))
+            tasks.append(asyncio.create_task(supervise(refresher, state, health=state.health),
+                                             name=refresher.name))
         if tls is not None:
             tasks.append(asyncio.create_task(tls.watch(settings.cert_reload_seconds), name="certificates"))
         try:
@@ -111,21 +135,50 @@ def create_app(
     app = FastAPI(title="pod-tailor", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   openapi_url=None)
 
+    async def answer_for(request: Request) -> Answer | None:
+        """The answer, or None when the client went away before its request was read."""
+        limit = settings.max_body_bytes
+        declared = _declared_length(request)
+        if declared is not None and declared > limit:
+            return too_large(limit)
+        timeout = request_timeout(request.scope["query_string"], default=settings.admission_timeout_seconds)
+        arrived = request.scope.get("state", {}).get(ARRIVED) or time.monotonic()
+        reason = gate.admit(declared or 0)
+        try:
+            if reason is not None:
+                early, head = await _shed_early(request, gate.count(reason))
+                # Without a readable uid there is no allowing answer: the full path says what is
+                # wrong (a cheap 400; a body cut at 64 KiB reads as "not JSON").
+                return early or admit(head, cluster=state.cluster, profiles=state.profiles, engine=decide)
+            body = await _read_limited(request, limit)
+        except ClientDisconnect:
+            counts.disconnects += 1
+            return None
+        finally:
+            if reason is None:
+                gate.leave(declared or 0)
+        if body is None:
+            return too_large(limit)
+        if time.monotonic() - arrived >= BUDGET * timeout:  # waited past its budget: nobody is waiting
+            late = shed(body, gate.count(ShedReason.DEADLINE))
+            if late is not None:
+                return late
+        return admit(body, cluster=state.cluster, profiles=state.profiles, engine=decide, cache=cache)
+
     @app.post("/mutate")
     async def mutate(request: Request) -> Response:
         started = time.perf_counter()
-        body = await _read_limited(request, settings.max_body_bytes)
-        if body is None:
-            answer = too_large(settings.max_body_bytes)
-        else:
-            answer = admit(body, cluster=state.cluster, profiles=state.profiles, engine=decide, cache=cache)
+        answer = await answer_for(request)
+        if answer is None:  # nobody to answer: counted, not logged as an error
+            return Response(status_code=400)
         seconds = time.perf_counter() - started
         try:
             metrics.record(answer, seconds)
             _log(answer, seconds)
         except Exception:  # bookkeeping must never change the answer
             log.exception("recording the answer failed", extra={"uid": answer.uid})
-        headers = {"Connection": "close"} if answer.status == 413 else None
+        # While draining, each answer ends its connection, so none is cut with a request on its way.
+        headers = {"Connection": "close"} if answer.status == 413 or state.draining else None
         return Response(answer.body, status_code=answer.status, media_type=_JSON, headers=headers)
 
     @app.get("/healthz")
@@ -139,6 +192,10 @@ def create_app(
             "pending": sorted(state.pending),
             "notes": state.notes,
             "snapshots": {"cluster": state.cluster.source, "profiles": state.profiles.source},
+            # A broken source leaves readiness alone (every replica shares it) but is said here.
+            "sources": state.health.report(),
+            "degraded": state.health.degraded,
+            "draining": state.draining,
         }
         if tls is not None:
             details["certificate"] = {
@@ -146,7 +203,7 @@ def create_app(
                 "loadedAt": tls.current.loaded_at.isoformat(),
                 "reloads": tls.reloads,
             }
-        ready = not state.pending
+        ready = not state.pending and not state.draining
         details["ready"] = ready
         return Response(orjson.dumps(details), status_code=200 if ready else 503, media_type=_JSON)
 
@@ -156,4 +213,5 @@ def create_app(
 
     app.state.metrics = metrics
     app.state.verdict_cache = cache
+    app.state.gate = gate
     return app

@@ -16,7 +16,7 @@ from prometheus_client import REGISTRY, CollectorRegistry, Gauge, generate_lates
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from webhook.admission import Answer, ErrorReason, Outcome, VerdictCache
+from webhook.admission import Answer, ErrorReason, Outcome
 from webhook.refreshers.state import State
 from webhook.server.dryrun_counts import DryRunCounts
 
@@ -87,30 +87,11 @@ def _bound(value: float) -> str:
     return "+Inf" if value == float("inf") else repr(value)
 
 
-class _CacheCounts(Collector):
-    """The verdict cache's lookups, read from the cache at scrape time (no cost per request)."""
-
-    def __init__(self, cache: VerdictCache) -> None:
-        self.cache = cache
-
-    def collect(self) -> Iterator[Metric]:
-        lookups = CounterMetricFamily(
-            "pod_tailor_verdict_cache_lookups",
-            "Verdict cache lookups, by result (hit: a replica answered without deciding again).",
-            labels=["result"],
-        )
-        lookups.add_metric(["hit"], self.cache.hits)
-        lookups.add_metric(["miss"], self.cache.misses)
-        yield lookups
-
-
 class Metrics:
-    def __init__(self, state: State, *, cache: VerdictCache | None = None) -> None:
+    def __init__(self, state: State) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.admission = _AdmissionCounts()
         self.registry.register(self.admission)
-        if cache is not None:
-            self.registry.register(_CacheCounts(cache))
         self.snapshot_age = Gauge(
             "pod_tailor_snapshot_age_seconds", "Seconds since each snapshot was taken (0: never).",
             ["snapshot"], registry=self.registry,

@@ -104,7 +104,11 @@ class CertificateReloader:
         return True
 
     async def watch(self, interval: float) -> None:
-        """Check every `interval` seconds until cancelled."""
+        """Check every `interval` seconds until cancelled; no fault ends the watch."""
         while True:
             await asyncio.sleep(interval)
-            self.check()
+            try:
+                self.check()
+            except Exception:
+                self.failures += 1
+                log.exception("certificate check failed; keeping the current certificate")
