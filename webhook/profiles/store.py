@@ -253,7 +253,7 @@ def decode_document(data: Any, *, where: str) -> ProfileDocument:
                 }
             except QuantityError as exc:
                 raise StoreError(f"{where}: {text}/{name} current: {exc}") from None
-        summaries = decode_summaries(item.get("summaries"), where=f"{where}: {text}")
+        summaries = decode_summaries(entry.get("summaries"), where=f"{where}: {text}")
         workloads[key] = WorkloadEntry(containers, current, summaries)
     try:
         generated_at = _finite(data.get("generatedAt", 0.0), where)
