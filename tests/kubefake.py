@@ -939,3 +939,19 @@ def iter_events(lines: Iterator[bytes]) -> Iterator[Obj]:
     for line in lines:
         if line.strip():
             yield json.loads(line)
+
+
+# -- pytest fixtures (re-exported by tests/conftest.py for every test package) ----------------------------
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def kube() -> Iterator[FakeKube]:
+    """A fake API server on a free loopback port, for one test."""
+    with FakeKube() as fake:
+        yield fake
+
+
+@pytest.fixture
+def kubeconfig(kube: FakeKube, tmp_path: Path) -> Path:
+    return kube.write_kubeconfig(tmp_path / "kubeconfig")

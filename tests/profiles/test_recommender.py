@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,12 +20,6 @@ from webhook.core.workload import WorkloadKey
 from webhook.profiles.kubestore import KubeStore, configmap_name
 from webhook.refreshers.profiles import ProfileRefresher
 from webhook.refreshers.state import State
-
-
-@pytest.fixture
-def kube() -> Iterator[FakeKube]:
-    with FakeKube() as server:
-        yield server
 
 
 def test_the_recommender_writes_configmaps_that_webhook_replicas_load(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 
@@ -168,12 +167,6 @@ profiles = st.one_of(
 def test_every_profile_survives_encoding(containers: dict[str, ContainerProfile]) -> None:
     document = ProfileDocument({WorkloadKey("ns", "Deployment", "w"): WorkloadEntry(containers)}, 1.0, "s")
     assert decode_document(json.loads(json.dumps(encode_document(document))), where="x") == document
-
-
-@pytest.fixture
-def kube() -> Iterator[FakeKube]:
-    with FakeKube() as server:
-        yield server
 
 
 @pytest.fixture
