@@ -39,8 +39,9 @@ class Candidates:
         config.load_kube_config(  # type: ignore[no-untyped-call]
             config_file=str(self.kubeconfig), client_configuration=configuration
         )
+        lease = LeaseConfig(NAMESPACE, NAME, identity, lease_seconds=2, renew_deadline=1.0, retry_period=0.1)
         elector = LeaderElector(
-            client.ApiClient(configuration), LeaseConfig(NAMESPACE, NAME, identity, lease_seconds=2, renew_deadline=1.0, retry_period=0.1),
+            client.ApiClient(configuration), lease,
             on_started=lambda: self._event(identity, "started"),
             on_stopped=lambda: self._event(identity, "stopped"),
         )
