@@ -248,10 +248,15 @@ class TestWebhookDeployment:
             args = build_parser().parse_args(container["args"])
             assert args.command == container["args"][0]
 
-    def test_the_recommender_is_a_single_writer(self) -> None:
+    def test_the_recommender_runs_two_replicas_that_elect_the_one_writer(self) -> None:
         recommender = find(base_objects(), "Deployment", "pod-tailor-recommender")
-        assert recommender["spec"]["replicas"] == 1
-        assert recommender["spec"]["strategy"] == {"type": "Recreate"}
+        assert recommender["spec"]["replicas"] == 2
+        (container,) = [c for c in recommender["spec"]["template"]["spec"]["containers"]
+                        if c["name"] == "recommender"]
+        args = build_parser().parse_args(container["args"])
+        assert args.leader_elect
+        env = {e["name"]: e for e in container["env"]}
+        assert env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
 
 
 class TestRbac:
@@ -282,7 +287,10 @@ class TestRbac:
 
     def test_only_the_recommender_writes_and_only_configmaps_in_its_namespace(self) -> None:
         assert self.rules("Role", "pod-tailor-recommender") == [
-            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list", "create", "update", "delete"]}
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list", "create", "update", "delete"]},
+            {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+             "resourceNames": ["pod-tailor-recommender"], "verbs": ["get", "update"]},
+            {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
         ]
         writers = [
             o
@@ -291,7 +299,7 @@ class TestRbac:
             for rule in o["rules"]
             if set(rule["verbs"]) & {"create", "update", "patch", "delete"}
         ]
-        assert [w["metadata"]["name"] for w in writers] == ["pod-tailor-recommender"]
+        assert {w["metadata"]["name"] for w in writers} == {"pod-tailor-recommender"}
 
     def test_no_wildcards(self) -> None:
         for obj in base_objects():

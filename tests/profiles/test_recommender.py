@@ -58,3 +58,49 @@ def test_the_recommender_writes_configmaps_that_webhook_replicas_load(
     assert [line.split()[:2] for line in out.splitlines()[2:]] == [
         ["shop/Deployment/checkout", "app"], ["shop/Deployment/checkout", "envoy"]
     ]
+
+
+def _holder(kube: FakeKube) -> str:
+    lease = kube.get("leases", "pod-tailor-recommender", namespace="pod-tailor")
+    return str(lease["spec"]["holderIdentity"]) if lease else ""
+
+
+def _writes(kube: FakeKube) -> list[str]:
+    return [path for method, path in kube.requests if method in ("POST", "PUT") and "/configmaps" in path]
+
+
+def test_of_two_replicas_with_leader_election_one_builds_and_a_fail_over_adds_no_build(
+    history: History, kube: FakeKube, tmp_path: Path
+) -> None:
+    kubeconfig = str(kube.write_kubeconfig(tmp_path / "kubeconfig"))
+    command = [
+        sys.executable, "-m", "webhook", "recommend", "--prometheus", history.prometheus.url,
+        "--namespace", "shop", "--step", "5m", "--rate-window", "10m", "--interval", "3600",
+        "--kubernetes", "--kubeconfig", kubeconfig, "--leader-elect", "--no-checkpoint", "-q",
+    ]
+    replicas = [
+        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         env=dict(os.environ, POD_NAME=f"recommender-{i}"))
+        for i in range(2)
+    ]  # fmt: skip
+    try:
+        deadline = time.monotonic() + 90
+        while not _writes(kube):
+            assert all(child.poll() is None for child in replicas)
+            assert time.monotonic() < deadline, "no ConfigMap written within 90 s"
+            time.sleep(0.2)
+        time.sleep(3)  # time for a second writer to show itself, were there one
+        assert len(_writes(kube)) == 1
+        (leader,) = [i for i in range(2) if _holder(kube).startswith(f"recommender-{i}_")]
+        replicas[leader].terminate()  # SIGTERM: the Lease is given up, the other takes it at once
+        replicas[leader].wait(timeout=20)
+        deadline = time.monotonic() + 15
+        while not _holder(kube).startswith(f"recommender-{1 - leader}_"):
+            assert time.monotonic() < deadline, "the other replica did not take the Lease over"
+            time.sleep(0.2)
+        time.sleep(2)
+        assert len(_writes(kube)) == 1  # the store is an hour from due: the new leader waits
+    finally:
+        for child in replicas:
+            child.terminate()
+            child.wait(timeout=20)

@@ -1,14 +1,18 @@
-"""`pod-tailor recommend`: rebuild the profile store every --interval, for running as its own Deployment.
+"""`pod-tailor recommend`: rebuild the profile store every --interval, as its own Deployment.
 
-A failed build is logged and the store keeps the last profiles.
+With `--leader-elect` several replicas run and the one holding the Lease builds (see
+`webhook.controllers.recommender`). A failed build is logged, the store keeps the last profiles, and
+the build is tried again after --retry.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
-import time
+import threading
+from collections.abc import Callable
 from typing import Any
 
 from webhook.commands.options import (
@@ -19,10 +23,11 @@ from webhook.commands.options import (
     store_from,
 )
 from webhook.commands.profiles import progress_printer
-from webhook.profiles.build import BuildSettings
+from webhook.controllers.leader import LeaderElector, LeaseConfig, identity
+from webhook.controllers.recommender import BuildLoop, LeaderOnlyStore
 from webhook.profiles.buildmetrics import BuildMetrics
 from webhook.profiles.prometheus import PrometheusError
-from webhook.profiles.runner import BuildRun, build_once, counts
+from webhook.profiles.runner import build_once, counts
 from webhook.profiles.store import ProfileStore, StoreError
 
 __all__ = ["register"]
@@ -32,53 +37,110 @@ log = logging.getLogger("pod_tailor.profiles")
 
 def register(subparsers: Any) -> None:
     recommend = subparsers.add_parser(
-        "recommend", help="rebuild the profile store periodically (run as one replica)",
+        "recommend", help="rebuild the profile store periodically (one replica builds at a time)",
         description="Runs `profiles build` every --interval; a failed build keeps the last profiles.",
     )
     add_build_options(recommend)
     add_store_options(recommend)
     recommend.add_argument("--interval", type=float, default=3600.0, help="seconds between builds [3600]")
     recommend.add_argument(
+        "--retry", type=float, default=300.0, help="seconds before a failed build is tried again [300]"
+    )
+    recommend.add_argument(
         "--metrics-port", type=int, default=0, help="serve /metrics over HTTP on this port [0: not at all]"
     )
     recommend.add_argument("--metrics-host", default="0.0.0.0", help="address for --metrics-port [0.0.0.0]")
     recommend.add_argument("--max-builds", type=int, default=0, help="stop after this many builds [0: never]")
+    election = recommend.add_argument_group("leader election (several replicas, one builds)")
+    election.add_argument(
+        "--leader-elect", action=argparse.BooleanOptionalAction, default=False,
+        help="build only while holding a coordination.k8s.io Lease [off]",
+    )
+    election.add_argument("--lease-name", default="pod-tailor-recommender", help="[pod-tailor-recommender]")
+    election.add_argument("--lease-namespace", help="[the --store-namespace]")
     recommend.set_defaults(func=_main)
+
+
+def _elector(args: argparse.Namespace, metrics: BuildMetrics, leading: threading.Event) -> LeaderElector:
+    from webhook.cluster.config import discover
+
+    found = discover(kubeconfig=args.kubeconfig)
+    if found.config is None:
+        raise StoreError(f"--leader-elect needs the Kubernetes API: {found.reason}")
+    config = LeaseConfig(args.lease_namespace or args.store_namespace, args.lease_name, identity())
+
+    def started() -> None:
+        metrics.leader.set(1)
+        leading.set()
+
+    def stopped() -> None:
+        metrics.leader.set(0)
+        leading.clear()
+
+    return LeaderElector(found.config.api_client, config, on_started=started, on_stopped=stopped)
+
+
+def _last_built(store: ProfileStore) -> Callable[[], float]:
+    """When the store was built, read again only when its fingerprint changes (a large store takes
+    seconds to read)."""
+    seen: list[tuple[object, float]] = []
+
+    def read() -> float:
+        mark = store.fingerprint()
+        if not seen or seen[0][0] != mark:
+            seen[:] = [(mark, store.read().generated_at)]
+        return seen[0][1]
+
+    return read
 
 
 def _main(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    metrics = BuildMetrics(interval=args.interval)
+    leading, stop = threading.Event(), threading.Event()
     try:
         store = store_from(args)
         run, settings = build_run(args), build_settings(args)  # wrong settings stop here, not every hour
+        elector = _elector(args, metrics, leading) if args.leader_elect else None
     except (StoreError, ValueError) as exc:
         print(f"pod-tailor recommend: {exc}", file=sys.stderr)
         return 1
-    metrics = BuildMetrics(interval=args.interval)
+    if elector is None:
+        metrics.leader.set(1)
+        leading.set()
+    else:
+        elector.start()
+    if threading.current_thread() is threading.main_thread():  # SIGTERM: finish, give the Lease up
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
     server = metrics.serve(args.metrics_port, args.metrics_host)[0] if args.metrics_port else None
+    guarded = LeaderOnlyStore(store, leading)
+
+    def build() -> Any:
+        return build_once(run, settings, guarded, progress=progress_printer(args.quiet))
+
+    def succeeded(result: Any) -> None:
+        metrics.succeeded(result)
+        found = counts(result.document)
+        log.info("profiles built: %d workloads, %d recommendations, %d queries, %.1fs",
+                 found.workloads, found.recommended, result.queries, result.seconds)
+
+    def failed(seconds: float, exc: Exception) -> None:
+        metrics.failed(seconds)
+        log.error("profile build failed, the store keeps the last profiles: %s", exc)
+
+    loop = BuildLoop(
+        build, interval=args.interval, leading=leading, stop=stop, last_built=_last_built(store),
+        on_success=succeeded, on_failure=failed, failures=(PrometheusError, StoreError, ValueError),
+        retry=args.retry, max_builds=args.max_builds,
+    )
     try:
-        return _loop(args, run, settings, store, metrics)
+        return loop.run()
+    except KeyboardInterrupt:
+        return 130
     finally:
+        stop.set()
+        if elector is not None:
+            elector.stop()  # gives the Lease up: another replica builds at once
         if server is not None:
             server.shutdown()
             server.server_close()
-
-
-def _loop(args: argparse.Namespace, run: BuildRun, settings: BuildSettings, store: ProfileStore,
-          metrics: BuildMetrics) -> int:
-    built = 0
-    while True:
-        started = time.monotonic()
-        try:
-            result = build_once(run, settings, store, progress=progress_printer(args.quiet))
-            metrics.succeeded(result)
-            found = counts(result.document)
-            log.info("profiles built: %d workloads, %d recommendations, %d queries, %.1fs",
-                     found.workloads, found.recommended, result.queries, result.seconds)
-        except (PrometheusError, StoreError, ValueError) as exc:
-            metrics.failed(time.monotonic() - started)
-            log.error("profile build failed, the store keeps the last profiles: %s", exc)
-        built += 1
-        if built == args.max_builds:
-            return 0
-        time.sleep(args.interval)

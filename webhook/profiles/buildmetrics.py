@@ -52,6 +52,11 @@ class BuildMetrics:
             "Containers in the last store written, with and without a recommendation.", ["recommendation"],
             registry=self.registry,
         )
+        self.leader = Gauge(
+            "pod_tailor_recommender_leader",
+            "1 while this replica holds the recommender's Lease (the one that builds); 1 without election.",
+            registry=self.registry,
+        )
         self.queries = Counter(
             "pod_tailor_recommender_prometheus_queries", "Queries sent to Prometheus by the builds.",
             registry=self.registry,
