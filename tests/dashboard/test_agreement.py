@@ -15,7 +15,6 @@ from kubefake import FakeKube
 
 from tests.report.agreement import preview_says, report_says
 from tests.report.fleet import namespace
-from tests.report.test_agreement import _limit_only
 from tests.shared import manifest_files, needs_shared
 from webhook.config.policies import bundled_policies
 from webhook.core.snapshot import EMPTY_PROFILES, ClusterSnapshot
@@ -56,9 +55,7 @@ def test_every_corpus_workload_reads_the_same_on_the_dashboard_as_in_preview(tmp
                 document["metadata"]["namespace"] = ns
                 document["apiVersion"] = SERVED[str(document["kind"])]
                 kube.put(document)
-                defaulted = _limit_only(previewed.source.pod)
-                said = {s for s in preview_says(previewed.decision) if (s[0], s[1]) not in defaulted}
-                expected[(ns, str(document["kind"]), str(name))] = said
+                expected[(ns, str(document["kind"]), str(name))] = preview_says(previewed.decision)
         kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
         fleet = load_fleet(FleetConfig(store=FileStore(tmp_path / "none.json"), kubeconfig=str(kubeconfig)))
     assert fleet.report.problems == ()

@@ -1,15 +1,14 @@
 """The report agrees with `preview` on every Pod of ../shared/corpus: one engine, read two ways.
 
-The one difference is the API server's own: a Pod made from a template whose container has a limit
-but no request gets the request = the limit before any webhook runs; preview (on the template) sizes
-that request, the report (on the Pod the API server would admit) finds it set.
+Both decide on the Pod as the API server creates it (a container with a limit but no request gets the
+request = the limit before any webhook runs), so they agree exactly, requests copied from limits
+included.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -45,17 +44,6 @@ def _profiles(sources: list[PodSource]) -> ProfileSnapshot:
     return ProfileSnapshot(index)
 
 
-def _limit_only(template: dict[str, Any]) -> set[tuple[str, str]]:
-    """(container, requests.X) the API server fills from the limit on a Pod made from this template."""
-    found = set()
-    for ref in containers(template):
-        resources = ref.body.get("resources") or {}
-        for name in resources.get("limits") or {}:
-            if name not in (resources.get("requests") or {}):
-                found.add((ref.name, f"requests.{name}"))
-    return found
-
-
 @pytest.mark.parametrize("path", review_files(), ids=lambda p: p.stem)
 def test_a_corpus_review_reads_the_same_in_the_report_and_the_preview(path: Path) -> None:
     profiles = _profiles(_sources(path))
@@ -73,7 +61,7 @@ MANIFESTS = [path for path in manifest_files() if _sources(path)]
 
 
 @pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: "/".join(p.parts[-2:]))
-def test_a_corpus_manifest_reads_the_same_but_for_requests_the_api_server_sets(path: Path) -> None:
+def test_a_corpus_manifest_reads_the_same(path: Path) -> None:
     sources = _sources(path)
     profiles = _profiles(sources)
     decisions = preview_decisions(path, cluster=CLUSTER, profiles=profiles)
@@ -81,9 +69,4 @@ def test_a_corpus_manifest_reads_the_same_but_for_requests_the_api_server_sets(p
     assert len(decisions) == len(items) == len(sources)
     for source, decision, item in zip(sources, decisions, items, strict=True):
         row = evaluate(item, cluster=CLUSTER, profiles=profiles)
-        defaulted = _limit_only(source.pod)
-        expected = {said for said in preview_says(decision) if (said[0], said[1]) not in defaulted}
-        assert report_says(row) == expected, source.label
-        for name, key in defaulted:
-            (body,) = [c for c in row.containers if c.name == name]
-            assert body.value("current", key) == body.value("current", "limits." + key.split(".")[1])
+        assert report_says(row) == preview_says(decision), source.label

@@ -14,11 +14,13 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+import jsonpatch
+
 from webhook.config.policies import bundled_policies, load_policy_file
 from webhook.core.namespace import Mode
 from webhook.core.policy import PolicyError
 from webhook.core.snapshot import ClusterSnapshot
-from webhook.offline.preview import Previewed, dump_yaml, notes, prefixed, run_preview
+from webhook.offline.preview import Previewed, dump_yaml, notes, run_preview
 from webhook.offline.sources import SourceError
 from webhook.profiles.store import StoreError, load_snapshot
 
@@ -75,24 +77,24 @@ def _version(text: str | None) -> tuple[int, int] | None:
     return int(major), int(minor)
 
 
-def _report(
-    results: list[Previewed], *, args: argparse.Namespace, out: TextIO
-) -> None:
+def _report(results: list[Previewed], *, args: argparse.Namespace, out: TextIO) -> None:
     if args.patch:
-        for source, decision, mode, _ in results:
-            ops = list(decision.ops) if mode is Mode.ENFORCE else []
-            out.write(json.dumps(ops if source.is_review else prefixed(tuple(ops), source.prefix)) + "\n")
+        for found in results:
+            if found.source.is_review:  # exactly the patch the server would send
+                ops = list(found.decision.ops) if found.mode is Mode.ENFORCE else []
+            else:  # from the file as written: with what the API server sets, it applies to the file
+                ops = jsonpatch.make_patch(found.source.document, found.document).patch
+            out.write(json.dumps(ops) + "\n")
         return
     if args.diff:
-        for source, _, _, document in results:
-            before, after = dump_yaml(source.document).splitlines(True), dump_yaml(document).splitlines(True)
-            out.writelines(
-                difflib.unified_diff(
-                    before, after, f"{source.label} (as written)", f"{source.label} (tailored)"
-                )
-            )
+        for found in results:
+            before = dump_yaml(found.created).splitlines(True)
+            after = dump_yaml(found.document).splitlines(True)
+            where = "as written" if found.created is found.source.document else "as the API server creates it"
+            label = found.source.label
+            out.writelines(difflib.unified_diff(before, after, f"{label} ({where})", f"{label} (tailored)"))
         return
-    out.write("---\n".join(dump_yaml(document) for _, _, _, document in results))
+    out.write("---\n".join(dump_yaml(found.document) for found in results))
 
 
 def _main(args: argparse.Namespace) -> int:
@@ -114,8 +116,8 @@ def _main(args: argparse.Namespace) -> int:
         message = f"{args.filename}: {exc.strerror}" if isinstance(exc, OSError) else str(exc)
         print(f"pod-tailor preview: {message}", file=sys.stderr)
         return 2
-    for source, decision, mode, _ in results:
-        for line in notes(source, decision, mode):
+    for found in results:
+        for line in notes(found.source, found.decision, found.mode):
             print(line, file=sys.stderr)
     _report(results, args=args, out=sys.stdout)
     return 0

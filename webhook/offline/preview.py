@@ -1,7 +1,10 @@
 """The offline preview: the engine run on every Pod found in manifests, and how its results read.
 
-The same `decide` the server runs, on Pods and pod templates instead of admission requests; the
-patch is applied to (or shown against) the document it came from.
+The same `decide` the server runs, on Pods and pod templates instead of admission requests. A Pod
+made from a template is first given what the API server gives every new Pod before the webhooks see
+it (`webhook.offline.admitted.as_created`: requests copied from limits, LimitRange defaults), so the
+preview decides on exactly what the server path would decide on, and never claims a value the
+cluster sets by itself. The patch is applied to (or shown against) that as-created document.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from webhook.core.engine import decide
 from webhook.core.namespace import Mode, NamespaceSettings
 from webhook.core.patch import pointer
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
+from webhook.offline.admitted import as_created, json_copy
 from webhook.offline.autoscalers import with_manifest_autoscalers
 from webhook.offline.sources import PodSource, load_documents, pod_sources
 
@@ -28,7 +32,25 @@ class Previewed(NamedTuple):
     source: PodSource
     decision: Decision
     mode: Mode
-    document: dict[str, Any]  # the source's document with the patch applied (enforce mode)
+    document: dict[str, Any]  # the as-created document with the patch applied (enforce mode)
+    created: dict[str, Any]  # the source's document with its Pod as the API server creates it
+
+
+def _as_created(source: PodSource, cluster: ClusterSnapshot) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the document, its Pod) as the API server hands them to the webhooks; a review's Pod already is."""
+    if source.is_review:
+        return source.document, source.pod
+    pod = as_created(source.pod, limit_ranges=cluster.facts_for(source.namespace).limit_ranges)
+    if pod == source.pod:
+        return source.document, source.pod
+    document = json_copy(source.document)
+    if not source.prefix:
+        return pod, pod
+    parent = document
+    for key in source.prefix[:-1]:
+        parent = parent[key]
+    parent[source.prefix[-1]] = pod
+    return document, pod
 
 
 def prefixed(ops: tuple[PatchOp, ...], prefix: tuple[str, ...]) -> list[PatchOp]:
@@ -57,17 +79,18 @@ def run_preview(
         cluster = dataclasses.replace(cluster, namespaces={source.namespace: labels for source in sources})
     results = []
     for source in sources:
+        created, pod = _as_created(source, cluster)
         settings, decision = decide(
-            source.pod,
+            pod,
             namespace=source.namespace,
             cluster=cluster,
             profiles=profiles,
             workload=None if source.is_review else source.workload,
         )
-        document = source.document
+        document = created
         if settings.mode is Mode.ENFORCE and decision.ops:
-            document = jsonpatch.apply_patch(source.document, prefixed(decision.ops, source.prefix))
-        results.append(Previewed(source, decision, settings.mode, document))
+            document = jsonpatch.apply_patch(created, prefixed(decision.ops, source.prefix))
+        results.append(Previewed(source, decision, settings.mode, document, created))
     return results
 
 
