@@ -88,7 +88,9 @@ def test_most_corpus_reviews_have_their_manifest() -> None:
 
 
 @pytest.mark.parametrize(("review", "manifest"), PAIRS, ids=[review.stem for review, _ in PAIRS])
-def test_preview_of_the_manifest_injects_what_the_server_injects(review: Path, manifest: dict[str, Any]) -> None:
+def test_preview_of_the_manifest_injects_what_the_server_injects(
+    review: Path, manifest: dict[str, Any]
+) -> None:
     namespace = json.loads(review.read_text())["request"]["namespace"]
     (found,) = run_preview(yaml.safe_dump(manifest), cluster=CLUSTER, profiles=ProfileSnapshot(),
                            namespace=namespace)  # fmt: skip
@@ -97,6 +99,5 @@ def test_preview_of_the_manifest_injects_what_the_server_injects(review: Path, m
         pod = pod[key]
     lines, warnings = server_says(review)
     assert _lines(_injected(pod)) == lines
-    assert [f"pod-tailor: {w}" if not w.startswith("pod-tailor") else w for w in found.decision.warnings] == [
-        w for w in warnings
-    ]
+    said = [w if w.startswith("pod-tailor") else f"pod-tailor: {w}" for w in found.decision.warnings]
+    assert said == warnings
