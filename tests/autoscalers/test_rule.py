@@ -18,7 +18,7 @@ from tests.autoscalers.kit import (
     utilization,
     vpa,
 )
-from tests.engine.podkit import container, pod, policy, run
+from tests.engine.podkit import GUESSED_LIMITS, container, pod, policy, run
 from webhook.admission.verdict import verdict
 from webhook.core.engine import tailor
 from webhook.core.namespace import Mode, NamespaceSettings
@@ -103,10 +103,19 @@ class TestAnHpaOnUtilization:
             in annotation(result)
         )
 
+    def test_a_held_request_is_a_guess_so_no_limit_is_derived_from_it(self) -> None:
+        big = {"app": recommendation("0.25", 1700 * MIB)}
+        on_memory = facts(hpa(metrics=[utilization("memory", 80)]))
+        _, result = run(pod(container()), profiles=big, facts=on_memory)
+        resources = result["spec"]["containers"][0]["resources"]
+        assert resources["requests"]["memory"] == "256Mi"
+        assert "memory" not in resources.get("limits", {})
+        assert "no limit without usage history" in annotation(result)
+
     def test_a_limit_below_what_history_says_the_container_uses_is_not_set(self) -> None:
         big = {"app": recommendation("0.25", 1700 * MIB)}
         on_memory = facts(hpa(metrics=[utilization("memory", 80)]))
-        decision, result = run(pod(container()), profiles=big, facts=on_memory)
+        decision, result = run(pod(container()), profiles=big, facts=on_memory, using=GUESSED_LIMITS)
         resources = result["spec"]["containers"][0]["resources"]
         assert resources["requests"]["memory"] == "256Mi"
         assert "memory" not in resources.get("limits", {})

@@ -26,6 +26,14 @@ def policy(yaml_text: str = "", name: str = "custom") -> Policy:
     return load_policy_text(f"policies:\n  {name}:\n{body}\n").policies[name]
 
 
+# Limits derived from the policy's own (guessed) requests too, as before issue 16: for the tests of limit
+# arithmetic (ratios, LimitRange bounds), which need a limit to exist.
+GUESSED_LIMITS = policy(
+    "resources:\n  cpu: {limitWithoutHistory: true}\n  memory: {limitWithoutHistory: true}",
+    name="guessed-limits",
+)
+
+
 def container(
     name: str = "app",
     *,

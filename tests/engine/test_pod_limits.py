@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from tests.engine.podkit import container, pod, run
+from tests.engine.podkit import GUESSED_LIMITS, container, pod, run
 from webhook.core.facts import ClusterFacts, LimitRangeItem
 from webhook.core.podlimits import breaches, pod_total
 
@@ -74,7 +74,7 @@ class TestWhatTheEngineWithholds:
         warning: str | None,
     ) -> None:
         subject = pod(container("app", requests=FULL, limits=FULL), container("proxy", ports=()))
-        decision, result = run(subject, facts=ClusterFacts(limit_ranges=(item,)))
+        decision, result = run(subject, using=GUESSED_LIMITS, facts=ClusterFacts(limit_ranges=(item,)))
         assert resources_of(result, "proxy").get("requests") == sidecar_requests
         assert resources_of(result, "proxy").get("limits") == sidecar_limits
         held = [w for w in decision.warnings if "not set" in w]
@@ -90,7 +90,7 @@ class TestWhatTheEngineWithholds:
     def test_a_pod_that_breaks_the_limit_range_on_its_own_values_still_gets_the_engines(self) -> None:
         item = LimitRangeItem("Pod", max={"memory": Decimal(512 * MiB)})  # app alone is over it
         subject = pod(container("app", requests=FULL, limits=FULL), container("proxy", ports=()))
-        decision, result = run(subject, facts=ClusterFacts(limit_ranges=(item,)))
+        decision, result = run(subject, using=GUESSED_LIMITS, facts=ClusterFacts(limit_ranges=(item,)))
         assert resources_of(result, "proxy")["limits"] == {"memory": "512Mi"}
         assert not [w for w in decision.warnings if "not set" in w]
 
@@ -98,9 +98,9 @@ class TestWhatTheEngineWithholds:
         item = LimitRangeItem("Pod", max={"memory": Decimal(1024 * MiB)})
         facts = ClusterFacts(limit_ranges=(item,))
         subject = pod(container("app", requests=FULL, limits=FULL), container("proxy", ports=()))
-        _, once = run(subject, facts=facts)
+        _, once = run(subject, using=GUESSED_LIMITS, facts=facts)
         assert "limits" not in resources_of(once, "proxy")
-        again, _ = run(once, facts=facts)
+        again, _ = run(once, using=GUESSED_LIMITS, facts=facts)
         assert again.ops == ()
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.engine.podkit import container, first, pod, policy, run
+from tests.engine.podkit import GUESSED_LIMITS, container, first, pod, policy, run
 from webhook.core.facts import ClusterFacts, LimitRangeItem
 from webhook.core.pod import INJECTED_ANNOTATION, LIMIT_RANGER_ANNOTATION
 from webhook.core.profile import Evidence, NoRecommendation, Recommendation
@@ -29,7 +29,7 @@ class TestMissingValuesAreFilled:
         ("requests", "limits", "expected_requests", "expected_limits"),
         [
             pytest.param(
-                None, None, {"cpu": "100m", "memory": "256Mi"}, {"memory": "512Mi"}, id="nothing set"
+                None, None, {"cpu": "100m", "memory": "256Mi"}, {}, id="nothing set: no limit from a guess"
             ),
             pytest.param(
                 {"cpu": "1", "memory": "1Gi"},
@@ -67,7 +67,7 @@ class TestMissingValuesAreFilled:
         assert resources.get("limits", {}) == expected_limits
 
     def test_the_default_policy_sets_no_cpu_limit_to_avoid_start_up_throttling(self) -> None:
-        _, result = run(pod(container()))
+        _, result = run(pod(container()), using=GUESSED_LIMITS)
         assert "cpu" not in first(result)["resources"]["limits"]
 
     @pytest.mark.parametrize(
@@ -78,8 +78,8 @@ class TestMissingValuesAreFilled:
         self, mode: str, ratio: int, expected: dict[str, str]
     ) -> None:
         custom = policy(
-            f"resources:\n  cpu: {{limit: {mode}, limitRatio: {ratio}}}\n"
-            f"  memory: {{limit: {mode}, limitRatio: {ratio}}}"
+            f"resources:\n  cpu: {{limit: {mode}, limitRatio: {ratio}, limitWithoutHistory: true}}\n"
+            f"  memory: {{limit: {mode}, limitRatio: {ratio}, limitWithoutHistory: true}}"
         )
         _, result = run(pod(container()), using=custom)
         assert first(result)["resources"]["limits"] == expected
@@ -87,7 +87,8 @@ class TestMissingValuesAreFilled:
     def test_ephemeral_storage_is_managed_only_when_the_policy_names_it(self) -> None:
         custom = policy(
             "resources:\n"
-            "  ephemeral-storage: {request: 1Gi, min: 1Mi, max: 100Gi, limit: ratio, limitRatio: 4}"
+            "  ephemeral-storage: {request: 1Gi, min: 1Mi, max: 100Gi, limit: ratio, limitRatio: 4,"
+            " limitWithoutHistory: true}"
         )
         _, plain = run(pod(container()))
         _, with_storage = run(pod(container()), using=custom)
@@ -246,13 +247,15 @@ class TestBounds:
     def test_limit_ranges_bound_injected_values_so_the_pod_is_not_rejected_later(
         self, item: LimitRangeItem, expected_requests: dict[str, str], expected_limits: dict[str, str]
     ) -> None:
-        _, result = run(pod(container()), facts=ClusterFacts(limit_ranges=(item,)))
+        _, result = run(pod(container()), using=GUESSED_LIMITS, facts=ClusterFacts(limit_ranges=(item,)))
         assert first(result)["resources"]["requests"] == expected_requests
         assert first(result)["resources"]["limits"] == expected_limits
 
     def test_a_limit_lowered_to_the_ratio_is_one_step_under_where_limit_ranger_rounds_over_it(self) -> None:
         # LimitRanger divides thousandths as floats: 2023 / 1000 * 1000 = 2023.0000000000002 > 2023.
-        custom = policy("resources:\n  cpu: {request: '1', limit: ratio, limitRatio: 3}")
+        custom = policy(
+            "resources:\n  cpu: {request: '1', limit: ratio, limitRatio: 3, limitWithoutHistory: true}"
+        )
         item = LimitRangeItem("Container", max_limit_request_ratio={"cpu": Decimal("2.023")})
         _, result = run(pod(container()), using=custom, facts=ClusterFacts(limit_ranges=(item,)))
         assert first(result)["resources"]["requests"]["cpu"] == "1"

@@ -68,10 +68,7 @@ class TestFormats:
         app = web["containers"][0]
         assert {"name", "current", "recommended", "sources", "adds"} <= set(app)
         assert app["current"] == {"requests": {}, "limits": {}}
-        assert app["recommended"] == {
-            "requests": {"cpu": "100m", "memory": "256Mi"},
-            "limits": {"memory": "512Mi"},
-        }
+        assert app["recommended"] == {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {}}
         assert app["sources"]["requests.cpu"] == {"from": "policy", "detail": 'from policy "default"'}
         assert [a["field"] for a in app["adds"]] == ["readinessProbe", "startupProbe", "preStop"]
         assert web["pod"]["adds"][0]["field"] == "terminationGracePeriodSeconds"

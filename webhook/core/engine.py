@@ -24,6 +24,7 @@ from webhook.core.pod import (
     ContainerRef,
     containers,
     exclusions,
+    guessed_requests,
     is_long_running,
     limit_ranger_marks,
     malformed,
@@ -33,6 +34,7 @@ from webhook.core.podlimits import Withheld, has_pod_limits, withhold
 from webhook.core.policy import FEATURES, LimitMode, Policy
 from webhook.core.probes import probe_container
 from webhook.core.profile import WorkloadProfiles
+from webhook.core.qos import qos_class
 from webhook.core.resources import size_container
 from webhook.core.shutdown import existing_sleep, grace_period, grace_set_by_person, is_windows, pre_stop
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
@@ -89,6 +91,7 @@ def _tailor_checked(
     patch = PatchBuilder(pod)
     injections: list[Injection] = []
     marks, pod_level = limit_ranger_marks(pod), _pod_level_resources(pod)
+    guessed = guessed_requests(pod)
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
     path_annotation = annotations.get(PROBE_PATH_ANNOTATION)
     if path_annotation is not None and not (
@@ -108,7 +111,7 @@ def _tailor_checked(
         """The container's resource injections and warnings, with `held` not set (see `podlimits`)."""
         return size_container(
             ref, policy=policy, profile=profiles.get(ref.name), limit_ranges=facts.limit_ranges,
-            limit_ranger_marks=marks, pod_level=pod_level, patch=into, withheld=held,
+            limit_ranger_marks=marks, pod_level=pod_level, patch=into, withheld=held, guessed_before=guessed,
             holds=holds.get(ref.name),
         )
 
@@ -167,6 +170,7 @@ def _tailor_checked(
         workload=label,
         previous=previous if isinstance(previous, str) else None,
         notes=notes,
+        qos=qos_class(pod, injections),
     )
     patch.set(("metadata", "annotations", INJECTED_ANNOTATION), text)
     return Decision(

@@ -22,7 +22,9 @@ def explanation(
     workload: str,
     previous: str | None,
     notes: Iterable[Note] = (),
+    qos: str | None = None,
 ) -> str:
+    """The annotation's text; `qos` is the class of the Pod as patched (computed, never assumed)."""
     by_target: dict[str, list[str]] = {}
     for injection in injections:
         by_target.setdefault(injection.target, []).append(injection.describe())
@@ -33,4 +35,5 @@ def explanation(
         # A reinvocation added more: keep what the first pass explained.
         return "\n".join([previous.rstrip("\n"), *lines])
     header = f"policy={policy}" + (f" workload={workload}" if workload else "")
+    header += f" qos={qos}" if qos else ""
     return "\n".join([header, *lines])

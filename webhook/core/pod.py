@@ -14,12 +14,15 @@ __all__ = [
     "EXCLUDE_CONTAINERS_ANNOTATION",
     "INJECTED_ANNOTATION",
     "LIMIT_RANGER_ANNOTATION",
+    "NO_LIMIT_MARK",
     "PROBE_PATH_ANNOTATION",
     "SKIP_LABEL",
     "ContainerRef",
     "containers",
     "exclusions",
+    "guessed_requests",
     "is_long_running",
+    "is_side_port",
     "limit_ranger_marks",
     "malformed",
     "serving_port",
@@ -126,8 +129,35 @@ def is_long_running(pod: Mapping[str, Any]) -> bool:
     return not any(isinstance(ref, dict) and ref.get("kind") == "Job" for ref in owners)
 
 
+# Ports a readiness probe should not pick while another exists: they answer while the application does
+# not (a metrics exporter, an admin or debug listener, a separate health port).
+_SIDE_PORT_WORDS = frozenset(
+    {
+        "metrics",
+        "metric",
+        "prometheus",
+        "prom",
+        "monitoring",
+        "admin",
+        "management",
+        "debug",
+        "pprof",
+        "health",
+        "healthz",
+        "status",
+    }
+)
+
+
+def is_side_port(port: Mapping[str, Any]) -> bool:
+    """A port named like metrics/admin/debug/pprof/health (`metrics`, `http-metrics`, `admin-api`)."""
+    words = re.split(r"[-_.]", str(port.get("name", "")).lower())
+    return any(word in _SIDE_PORT_WORDS for word in words)
+
+
 def serving_port(container: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The port a probe should target: one named `http`/`http-*`, else the first TCP port."""
+    """The port a probe should target: one named `http`/`http-*`, else the first TCP port; ports
+    named like metrics/admin/debug/pprof/health only when there is no other."""
     tcp = [
         port
         for port in container.get("ports") or ()
@@ -135,11 +165,12 @@ def serving_port(container: Mapping[str, Any]) -> Mapping[str, Any] | None:
         and port.get("protocol", "TCP") == "TCP"
         and isinstance(port.get("containerPort"), int)
     ]
-    for port in tcp:
+    candidates = [port for port in tcp if not is_side_port(port)] or tcp
+    for port in candidates:
         name = str(port.get("name", ""))
         if name == "http" or name.startswith("http-"):
             return port
-    return tcp[0] if tcp else None
+    return candidates[0] if candidates else None
 
 
 def _csv(value: object) -> frozenset[str]:
@@ -177,3 +208,22 @@ def limit_ranger_marks(pod: Mapping[str, Any]) -> frozenset[tuple[str, str, str]
         for resource in match["resources"].split(", "):
             marks.add((match["name"], match["kind"], resource))
     return frozenset(marks)
+
+
+NO_LIMIT_MARK = "no limit without usage history"
+# "app: requests.memory=256Mi (from policy "default"; no limit without usage history); ..."
+_GUESSED = re.compile(r"requests\.(?P<resource>[\w./-]+)=\S+ \([^()]*" + re.escape(NO_LIMIT_MARK) + r"\)")
+
+
+def guessed_requests(pod: Mapping[str, Any]) -> frozenset[tuple[str, str]]:
+    """(container, resource) whose request pod-tailor itself set from a guess and left without a limit,
+    read back from its own annotation, so a reinvocation does not take them for a person's."""
+    text = ((pod.get("metadata") or {}).get("annotations") or {}).get(INJECTED_ANNOTATION)
+    if not isinstance(text, str):
+        return frozenset()
+    found = set()
+    for line in text.splitlines()[1:]:
+        name, _, entries = line.partition(": ")
+        for match in _GUESSED.finditer(entries):
+            found.add((name, match["resource"]))
+    return frozenset(found)

@@ -64,6 +64,9 @@ class ResourcePolicy:
     max: Decimal
     limit: LimitMode
     limit_ratio: Decimal
+    # Limits derived from a request pod-tailor guessed (the policy's default, no usage history) only
+    # when asked: a guessed memory request with a 2x limit is an OOM kill waiting to happen.
+    limit_without_history: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +141,10 @@ class _Reader:
     def child(self, key: str) -> _Reader:
         return _Reader(self._get(key), f"{self.path}.{key}")
 
-    def boolean(self, key: str) -> bool:
+    def boolean(self, key: str, *, default: bool | None = None) -> bool:
+        """A required flag, or with `default` an optional one (for a resource the bundled policy lacks)."""
+        if default is not None and key not in self.data:
+            return default
         value = self._get(key)
         if not isinstance(value, bool):
             raise PolicyError(f"{self.path}.{key}: must be true or false, got {value!r}")
@@ -184,13 +190,14 @@ class _Reader:
 
 
 def _resource(reader: _Reader) -> ResourcePolicy:
-    reader.only("request", "min", "max", "limit", "limitRatio")
+    reader.only("request", "min", "max", "limit", "limitRatio", "limitWithoutHistory")
     policy = ResourcePolicy(
         request=reader.quantity("request"),
         min=reader.quantity("min"),
         max=reader.quantity("max"),
         limit=reader.choice("limit", LimitMode),
         limit_ratio=reader.number("limitRatio", low=1, high=1000),
+        limit_without_history=reader.boolean("limitWithoutHistory", default=False),
     )
     if not policy.min <= policy.request <= policy.max:
         raise PolicyError(f"{reader.path}: need min <= request <= max")

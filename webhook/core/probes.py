@@ -13,7 +13,7 @@ from typing import Any
 
 from webhook.core.decision import Injection
 from webhook.core.patch import PatchBuilder
-from webhook.core.pod import ContainerRef, serving_port
+from webhook.core.pod import ContainerRef, is_side_port, serving_port
 from webhook.core.policy import Policy, ProbeShape
 from webhook.core.profile import ContainerProfile
 from webhook.core.resources import usable_recommendation
@@ -74,6 +74,13 @@ def probe_container(
     path: str | None = path_annotation or policy.http_path
     path_source = "path from pod annotation" if path_annotation else f'path from policy "{policy.name}"'
     handler, reads, why = _handler(ref.body, port=number, path=path, path_source=path_source)
+    passed_over = [
+        f"{other['name']} :{other['containerPort']}"
+        for other in ref.body.get("ports") or ()
+        if isinstance(other, dict) and other is not port and is_side_port(other)
+    ]
+    if passed_over and reads.startswith(("tcp", "http")):
+        why += f" (not {', '.join(passed_over[:3])})"
     injections = []
     rec = usable_recommendation(profile, policy)
     for kind in _KINDS:

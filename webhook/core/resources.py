@@ -15,7 +15,7 @@ from webhook.core.decision import Injection
 from webhook.core.facts import LimitRangeItem, ratio_breached
 from webhook.core.holds import Hold
 from webhook.core.patch import PatchBuilder
-from webhook.core.pod import ContainerRef
+from webhook.core.pod import NO_LIMIT_MARK, ContainerRef
 from webhook.core.policy import LimitMode, LimitRangerMode, Policy, ResourcePolicy
 from webhook.core.profile import ContainerProfile, Recommendation
 from webhook.core.quantity import QuantityError, parse, render
@@ -83,13 +83,18 @@ def _fallback_source(policy: Policy, profile: ContainerProfile | None, recommend
 
 
 def _read(section: object, resource: str) -> tuple[Decimal | None, str | None]:
-    """(value, None), (None, None) when absent, or (None, raw) when present but unreadable."""
+    """(value, None), (None, None) when absent, or (None, raw) when present but unreadable.
+
+    A negative amount is unreadable too: the API server refuses it, and no arithmetic may start
+    from it (a limit of 2 x -1).
+    """
     if not isinstance(section, dict) or section.get(resource) is None:
         return None, None
     try:
-        return parse(section[resource]), None
+        value = parse(section[resource])
     except QuantityError:
-        return None, str(section[resource])
+        return None, str(section[resource])[:60]
+    return (value, None) if value >= 0 else (None, str(section[resource])[:60])
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,8 +137,11 @@ def size_container(
     patch: PatchBuilder,
     withheld: frozenset[tuple[str, str]] = frozenset(),
     holds: Mapping[str, Hold] | None = None,
+    guessed_before: frozenset[tuple[str, str]] = frozenset(),
 ) -> tuple[list[Injection], list[str]]:
     """Fill what is missing in one container's requests and limits; returns injections and warnings.
+
+    `guessed_before`: (container, resource) requests an earlier pass set from a guess, without a limit.
 
     `withheld` holds (resource, "limits") or (resource, "all"): what must not be added (see `podlimits`).
     `holds` (resource -> Hold, see `webhook.core.holds`): left to a VPA, or not sized from history.
@@ -167,6 +175,14 @@ def size_container(
         )
         if not request_is_ours and not limit_is_ours:
             continue
+        guessed = not rules.limit_without_history and (
+            (request_is_ours and not candidate.from_profile) or (ref.name, resource) in guessed_before
+        )
+        no_limit_note = ""
+        if guessed and limit_is_ours and rules.limit is not LimitMode.NONE:
+            # The request is the policy's guess: a limit derived from it could kill (memory) or
+            # throttle (cpu) a workload nobody has measured yet.
+            limit_is_ours, no_limit_note = False, f"; {NO_LIMIT_MARK}"
         bounds = container_bounds(limit_ranges, resource)
         new_request, request_note = (
             _bounded_request(resource, candidate.value, rules=rules, bounds=bounds)
@@ -200,7 +216,7 @@ def size_container(
                     ref.name,
                     f"requests.{resource}",
                     render(resource, new_request),
-                    candidate.source + request_note,
+                    candidate.source + request_note + no_limit_note,
                 )
             )
         if new_limit is not None and new_limit != limit:
@@ -246,7 +262,7 @@ def _bounded_limit(
     if rules.limit is LimitMode.NONE:
         return None, ""
     if rules.limit is LimitMode.EQUAL:
-        value, note = request, f'= request (Guaranteed), policy "{policy.name}"'
+        value, note = request, f'= request, policy "{policy.name}"'
     else:
         value, note = request * rules.limit_ratio, f'{rules.limit_ratio:g} x request, policy "{policy.name}"'
     rec = usable_recommendation(profile, policy)
