@@ -8,8 +8,11 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.autoscalers.kit import hpa, vpa
 from tests.report.fleet import container, recommendation, resources, workload
 from webhook.config.policies import bundled_policies
+from webhook.core.autoscalers import Ignored, index_autoscalers, parse_autoscaler
+from webhook.core.decision import Basis, Injection
 from webhook.core.facts import LimitRangeItem, limit_range_items
 from webhook.core.pod import LIMIT_RANGER_ANNOTATION, limit_ranger_marks
 from webhook.core.profile import NoRecommendation
@@ -117,19 +120,45 @@ class TestOrigins:
         assert "skip" in _app(report).sources["requests.cpu"].detail
 
     @pytest.mark.parametrize(
-        ("source", "kind"),
+        ("basis", "kind"),
         [
-            ("profile: p95 usage over 14d, 4032 samples, 336h", "history"),
-            ("start-up CPU peak from profile over 14d", "history"),
-            ('from policy "default"', "policy"),
-            ('2 x request, policy "default"', "policy"),
-            ('from policy "default"; raised to LimitRange min', "limitrange"),
-            ('from policy "default"; profile held back: HPA web scales on cpu', "held"),
-            ("kept for the VPA web", "held"),
+            (Basis.HISTORY, "history"),
+            (Basis.POLICY, "policy"),
+            (Basis.LIMIT_RANGE, "limitrange"),
+            (Basis.HELD, "held"),
         ],
     )
-    def test_the_engines_explanation_names_the_origin(self, source: str, kind: str) -> None:
-        assert origin_of(source, None).kind == kind
+    def test_the_engines_basis_names_the_origin(self, basis: Basis, kind: str) -> None:
+        origin = origin_of(Injection("app", "requests.cpu", "250m", "the engine's words", basis), None)
+        assert (origin.kind, origin.detail) == (kind, "the engine's words")
+
+
+class TestValuesAnAutoscalerOwns:
+    """The report reads the engine's basis and notes, never its wording."""
+
+    def _with(self, *objects: dict[str, Any]) -> WorkloadReport:
+        (item,) = from_manifests(
+            yaml.safe_dump(workload("Deployment", "web", container("app"))), origin="test"
+        )
+        found = []
+        for obj in objects:
+            scaler, _ = parse_autoscaler(obj)
+            assert not isinstance(scaler, Ignored)
+            found.append(("shop", scaler))
+        cluster = ClusterSnapshot(policies=bundled_policies(), autoscalers=index_autoscalers(found))
+        profiles = ProfileSnapshot({WEB: {"app": recommendation("350m", "600Mi")}})
+        return evaluate(item, cluster=cluster, profiles=profiles)
+
+    def test_a_request_an_hpa_scales_on_is_held_and_the_other_resource_is_history(self) -> None:
+        sources = _app(self._with(hpa())).sources
+        assert sources["requests.cpu"].kind == "held"
+        assert "hpa web scales on cpu utilization 70" in sources["requests.cpu"].detail
+        assert sources["requests.memory"].kind == "history"
+
+    def test_resources_left_to_a_vpa_are_held_with_the_vpa_named(self) -> None:
+        sources = _app(self._with(vpa(mode="Auto"))).sources
+        assert sources["requests.cpu"].kind == sources["requests.memory"].kind == "held"
+        assert "left to vpa web" in sources["requests.cpu"].detail
 
 
 class TestTheApiServersStepsBeforeTheWebhook:

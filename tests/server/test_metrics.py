@@ -9,6 +9,7 @@ from webhook.admission import Answer, ErrorReason, Outcome, Verdict, VerdictCach
 from webhook.admission.verdict import source_kind
 from webhook.config.policies import bundled_policies
 from webhook.config.settings import Settings
+from webhook.core.decision import Basis, Injection
 from webhook.core.snapshot import ClusterSnapshot
 from webhook.refreshers.state import State
 from webhook.server.app import create_app
@@ -86,16 +87,16 @@ class TestCounters:
 
 class TestSourcesAndTheVerdictCache:
     @pytest.mark.parametrize(
-        ("source", "kind"),
+        ("basis", "kind"),
         [
-            ("profile: p95 usage over 14d, 4000 samples, 300h", "profile"),
-            ("start-up CPU peak from profile over 14d", "profile"),
-            ('from policy "default"; no profile: only 2h of history', "policy"),
-            ('httpGet /healthz on port 8080, policy "default"', "policy"),
+            (Basis.HISTORY, "profile"),
+            (Basis.POLICY, "policy"),
+            (Basis.LIMIT_RANGE, "policy"),
+            (Basis.HELD, "policy"),
         ],
     )
-    def test_an_injection_is_told_apart_by_whether_history_sized_it(self, source: str, kind: str) -> None:
-        assert source_kind(source) == kind
+    def test_an_injection_is_told_apart_by_whether_history_sized_it(self, basis: Basis, kind: str) -> None:
+        assert source_kind(Injection("app", "requests.cpu", "250m", "why", basis)) == kind
 
     def test_the_engine_s_own_wording_is_recognised_values_from_history_and_from_the_policy(self) -> None:
         from decimal import Decimal

@@ -12,7 +12,7 @@ from enum import StrEnum
 
 from webhook.admission.budget import fit_audit, fit_warnings
 from webhook.admission.response import answer_tail, encode_patch
-from webhook.core.decision import Decision, Injection
+from webhook.core.decision import Basis, Decision, Injection
 from webhook.core.namespace import Mode, NamespaceSettings
 
 __all__ = ["Outcome", "Verdict", "source_kind", "verdict"]
@@ -48,7 +48,7 @@ class Verdict:
     def __post_init__(self) -> None:
         counts: dict[tuple[str, str], int] = {}
         for item in self.injections:  # a loop, not a Counter: this runs for every decided Pod
-            key = (_field_kind(item.field), source_kind(item.source))
+            key = (_field_kind(item.field), source_kind(item))
             counts[key] = counts.get(key, 0) + 1
         object.__setattr__(self, "injection_counts", tuple(sorted((*key, n) for key, n in counts.items())))
         tail = answer_tail(patch=self.patch, warnings=self.warnings, audit=self.audit)
@@ -60,9 +60,9 @@ def _field_kind(name: str) -> str:
     return name.split(" ", 1)[0][:64]
 
 
-def source_kind(source: str) -> str:
+def source_kind(injection: Injection) -> str:
     """Bounded metric label values: `profile` for values sized from usage history, else `policy`."""
-    return "profile" if source.startswith(("profile:", "start-up CPU peak from profile")) else "policy"
+    return "profile" if injection.basis is Basis.HISTORY else "policy"
 
 
 def _would(decision: Decision) -> list[str]:
@@ -81,16 +81,36 @@ def verdict(settings: NamespaceSettings, decision: Decision) -> Verdict:
         would = _would(decision)
         head = (
             f"pod-tailor dry-run ({decision.policy} policy): {len(would)} value(s) would be injected"
-            if would else f"pod-tailor dry-run ({decision.policy} policy): nothing would be injected"
+            if would
+            else f"pod-tailor dry-run ({decision.policy} policy): nothing would be injected"
         )
         left = [f"pod-tailor left {note}" for note in decision.notes]  # "app: cpu left to vpa web (Auto)"
         warnings = fit_warnings([head, *notes, *(f"pod-tailor would set {w}" for w in would), *left])
-        audit = fit_audit({"mode": "dry-run", "policy": decision.policy, "would-inject": would,
-                           "left": [str(note) for note in decision.notes]})
-        return Verdict(Outcome.DRY_RUN, warnings=warnings, audit=audit, injections=decision.injections,
-                       workload=workload, policy=policy)
+        audit = fit_audit(
+            {
+                "mode": "dry-run",
+                "policy": decision.policy,
+                "would-inject": would,
+                "left": [str(note) for note in decision.notes],
+            }
+        )
+        return Verdict(
+            Outcome.DRY_RUN,
+            warnings=warnings,
+            audit=audit,
+            injections=decision.injections,
+            workload=workload,
+            policy=policy,
+        )
     if not decision.ops:
         return Verdict(Outcome.UNCHANGED, warnings=fit_warnings(notes), workload=workload, policy=policy)
     audit = fit_audit({"mode": "enforce", "policy": decision.policy, "injected": _would(decision)})
-    return Verdict(Outcome.PATCHED, patch=encode_patch(decision.ops), warnings=fit_warnings(notes),
-                   audit=audit, injections=decision.injections, workload=workload, policy=policy)
+    return Verdict(
+        Outcome.PATCHED,
+        patch=encode_patch(decision.ops),
+        warnings=fit_warnings(notes),
+        audit=audit,
+        injections=decision.injections,
+        workload=workload,
+        policy=policy,
+    )

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
-__all__ = ["Decision", "Injection", "Note", "PatchOp"]
+__all__ = ["Basis", "Decision", "Injection", "Note", "PatchOp"]
 
 PatchOp = dict[str, Any]  # one RFC 6902 operation: {"op": ..., "path": ..., "value": ...}
+
+
+class Basis(StrEnum):
+    """What a value rests on, for metrics and the report (the explanation text says it to people)."""
+
+    HISTORY = "history"  # the workload's usage profile
+    POLICY = "policy"  # the namespace policy's defaults
+    LIMIT_RANGE = "limitrange"  # moved to a LimitRange bound
+    HELD = "held"  # an autoscaler owns the resource: the policy request, not history
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +28,7 @@ class Injection:
     field: str  # e.g. "requests.cpu", "readinessProbe", "preStop", "terminationGracePeriodSeconds"
     value: str  # rendered value as a person reads it
     source: str  # why this value
+    basis: Basis = Basis.POLICY
 
     def describe(self) -> str:
         return f"{self.field}={self.value} ({self.source})"
@@ -29,6 +40,7 @@ class Note:
 
     target: str  # container name
     text: str
+    resources: tuple[str, ...] = ()  # the resources left alone, e.g. ("cpu", "memory")
 
     def __str__(self) -> str:
         return f"{self.target}: {self.text}"

@@ -76,9 +76,7 @@ class Hold:
     defer: bool  # True: leave request and limit alone (a VPA sets them); False: no history (HPA)
 
 
-def container_holds(
-    scalers: Autoscalers, policy: AutoscalerPolicy, ref: ContainerRef
-) -> Mapping[str, Hold]:
+def container_holds(scalers: Autoscalers, policy: AutoscalerPolicy, ref: ContainerRef) -> Mapping[str, Hold]:
     """resource -> Hold for one container; a VPA's deferral wins over an HPA's hold."""
     if not scalers:
         return {}
@@ -117,4 +115,6 @@ def deferral_notes(ref: ContainerRef, holds: Mapping[str, Hold], *, limited: fro
             resource in limited and _missing(resources.get("limits"), resource)
         ):
             by_vpa.setdefault(hold.by, []).append(resource)
-    return [Note(ref.name, f"{', '.join(found)} left to {vpa}") for vpa, found in by_vpa.items()]
+    return [
+        Note(ref.name, f"{', '.join(found)} left to {vpa}", tuple(found)) for vpa, found in by_vpa.items()
+    ]

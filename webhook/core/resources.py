@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
-from webhook.core.decision import Injection
+from webhook.core.decision import Basis, Injection
 from webhook.core.facts import LimitRangeItem, ratio_breached
 from webhook.core.holds import Hold
 from webhook.core.patch import PatchBuilder
@@ -58,6 +58,10 @@ def usable_recommendation(profile: ContainerProfile | None, policy: Policy) -> R
 _STEP = (Decimal(1), Decimal("0.001"))  # the unit values are rounded to: bytes, or thousandths of a CPU
 
 
+_LIMIT_RANGE = "LimitRange"  # in a bound's note: "raised to LimitRange min", "lowered to LimitRange max"
+_STARTUP_PEAK = "start-up CPU peak from profile"
+
+
 def _round(resource: str, value: Decimal, *, up: bool) -> Decimal:
     step = _STEP[resource == "cpu"]
     return (value / step).to_integral_value(rounding=ROUND_CEILING if up else ROUND_FLOOR) * step
@@ -102,6 +106,7 @@ class _Candidate:
     value: Decimal
     source: str
     from_profile: bool
+    held: bool = False
 
 
 def _candidate(
@@ -114,7 +119,7 @@ def _candidate(
 ) -> _Candidate:
     rec = usable_recommendation(profile, policy)
     if hold is not None:  # an HPA scales on this resource's utilization: history measures the request
-        return _Candidate(rules.request, f'from policy "{policy.name}"; {hold.reason}', False)
+        return _Candidate(rules.request, f'from policy "{policy.name}"; {hold.reason}', False, held=True)
     if rec is not None and resource in ("cpu", "memory"):
         steady = steadied(rec, resource, policy.autoscalers.steps)
         source = _profile_source(resource, rec)
@@ -205,10 +210,13 @@ def size_container(
             # The request is not history's, but a limit below what history saw would kill or throttle.
             need = _need(resource, profile, policy)
             if need is not None and new_limit < need:
-                warnings.append(f"{ref.name}: {resource} limit not set: {render(resource, new_limit)} is "
-                                f"below the {render(resource, need)} history says it uses ({hold.by})")
+                warnings.append(
+                    f"{ref.name}: {resource} limit not set: {render(resource, new_limit)} is "
+                    f"below the {render(resource, need)} history says it uses ({hold.by})"
+                )
                 new_limit = None
         base = (*ref.path, "resources")
+        basis = Basis.HELD if candidate.held else Basis.HISTORY if candidate.from_profile else Basis.POLICY
         if request_is_ours and new_request != request:
             patch.set((*base, "requests", resource), render(resource, new_request))
             injections.append(
@@ -217,12 +225,22 @@ def size_container(
                     f"requests.{resource}",
                     render(resource, new_request),
                     candidate.source + request_note + no_limit_note,
+                    Basis.LIMIT_RANGE if _LIMIT_RANGE in request_note else basis,
                 )
             )
         if new_limit is not None and new_limit != limit:
             patch.set((*base, "limits", resource), render(resource, new_limit))
+            limit_basis = (
+                Basis.LIMIT_RANGE
+                if _LIMIT_RANGE in limit_note
+                else Basis.HISTORY
+                if limit_note.startswith(_STARTUP_PEAK)
+                else basis
+            )
             injections.append(
-                Injection(ref.name, f"limits.{resource}", render(resource, new_limit), limit_note)
+                Injection(
+                    ref.name, f"limits.{resource}", render(resource, new_limit), limit_note, limit_basis
+                )
             )
     return injections, warnings
 
@@ -273,7 +291,7 @@ def _bounded_limit(
         and rec.startup_cpu
         and rec.startup_cpu > value
     ):
-        value, note = rec.startup_cpu, f"start-up CPU peak from profile over {rec.evidence.window}"
+        value, note = rec.startup_cpu, f"{_STARTUP_PEAK} over {rec.evidence.window}"
     value = _round(resource, value, up=True)
     if bounds.max is not None and value > bounds.max:
         value, note = bounds.max, f"{note}; lowered to LimitRange max"

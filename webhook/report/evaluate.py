@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from webhook.core.decision import Decision, Injection
+from webhook.core.decision import Basis, Decision, Injection
 from webhook.core.engine import decide
 from webhook.core.namespace import MODE_LABEL, Mode
 from webhook.core.pod import ContainerRef, containers, is_long_running, limit_ranger_marks, serving_port
@@ -30,7 +30,6 @@ Summaries = Mapping[WorkloadKey, Mapping[str, UsageSummary]]  # from the profile
 __all__ = ["evaluate", "everything_opted_in", "origin_of"]
 
 _RESOURCE_FIELDS = ("requests.", "limits.")
-_AUTOSCALERS = ("HPA", "VPA", "HorizontalPodAutoscaler", "VerticalPodAutoscaler")
 
 
 def everything_opted_in(cluster: ClusterSnapshot) -> ClusterSnapshot:
@@ -46,18 +45,12 @@ def everything_opted_in(cluster: ClusterSnapshot) -> ClusterSnapshot:
     return dataclasses.replace(cluster, namespaces=merged, default_mode=Mode.ENFORCE)
 
 
-def origin_of(source: str, recommendation: Recommendation | None) -> Origin:
-    """Where an injected resource value comes from, read from the engine's explanation of it."""
-    if any(word in source for word in _AUTOSCALERS):
-        return Origin("held", source)
-    if "LimitRange" in source:
-        return Origin("limitrange", source)
-    if source.startswith("profile:") or "from profile" in source:
-        if recommendation is None:
-            return Origin("history", source)
+def origin_of(injection: Injection, recommendation: Recommendation | None) -> Origin:
+    """Where an injected resource value comes from: the engine's basis, with its explanation."""
+    if injection.basis is Basis.HISTORY and recommendation is not None:
         ev = recommendation.evidence
-        return Origin("history", source, ev.confidence, ev.samples, ev.hours, ev.window)
-    return Origin("policy", source)
+        return Origin("history", injection.source, ev.confidence, ev.samples, ev.hours, ev.window)
+    return Origin(injection.basis.value, injection.source)
 
 
 def _resources(body: Mapping[str, Any]) -> dict[str, dict[str, Decimal]]:
@@ -115,10 +108,10 @@ def _has_pre_stop(body: Mapping[str, Any]) -> bool:
 
 
 def _held_or_unset(name: str, resource: str, warnings: Sequence[str], decision: Decision) -> Origin:
-    mine = [w for w in warnings if w.startswith(f"{name}:") and resource in w]
-    held = next((w for w in mine if any(word in w for word in _AUTOSCALERS)), None)
+    held = next((n for n in decision.notes if n.target == name and resource in n.resources), None)
     if held is not None:
-        return Origin("held", held)
+        return Origin("held", held.text)
+    mine = [w for w in warnings if w.startswith(f"{name}:") and resource in w]
     if decision.skipped:
         return Origin("unset", decision.skipped)
     return Origin("unset", mine[0] if mine else "not set")
@@ -144,7 +137,7 @@ def _sources(
         for resource in sorted(wanted):
             key = f"{section}.{resource}"
             if key in injected:
-                origins[key] = origin_of(injected[key].source, recommendation)
+                origins[key] = origin_of(injected[key], recommendation)
             elif resource not in after[section]:
                 origins[key] = _held_or_unset(ref.name, resource, warnings, decision)
             elif (ref.name, section[:-1], resource) in marks:
