@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import math
+import os
 import time
 
 from synthetic import DAY, MIB, Pod, Workload, noise
 
 STEP = 300  # 5-minute resolution keeps the data small without weakening any assertion below
-END = (int(time.time()) // 3600) * 3600 - 3600  # an hour ago, on the hour: the build's evaluation time
+# An hour ago, on the hour: the build's evaluation time. POD_TAILOR_TEST_END_HOUR (0-23, UTC) moves it to
+# that hour of the last day before, to replay a run made at another time of day.
+_NOW = (int(time.time()) // 3600) * 3600 - 3600
+_HOUR = os.environ.get("POD_TAILOR_TEST_END_HOUR") or None
+END = _NOW if _HOUR is None else _NOW - ((_NOW // 3600 - int(_HOUR)) % 24) * 3600
 START = END - 14 * DAY
 STARTUP_WINDOW = 1200  # seconds after a container start counted as start-up in these tests
 SPIKE_AGE = 750  # the JVM-like containers burn 2 cores for their first 750 s
