@@ -10,7 +10,7 @@ from webhook.profiles.build import BuildResult
 CPU_STEP = Decimal("0.005")  # the strategy rounds CPU up to 5m
 
 
-HOURS_STEP = 0.01  # evidence hours are kept to two decimals: two rounded figures differ by up to one more step
+HOURS_STEP = 0.01  # evidence hours are kept to two decimals: two rounded figures differ by one step more
 
 
 def assert_agrees(found: BuildResult, expected: BuildResult, *, hours_within: float | None = None) -> None:
@@ -25,4 +25,5 @@ def assert_agrees(found: BuildResult, expected: BuildResult, *, hours_within: fl
                 assert other.memory == profile.memory
                 assert abs(other.cpu - profile.cpu) <= profile.cpu * Decimal("0.03") + CPU_STEP, key
                 if hours_within is not None:
-                    assert abs(other.evidence.hours - profile.evidence.hours) <= hours_within + HOURS_STEP, key
+                    apart = abs(other.evidence.hours - profile.evidence.hours)
+                    assert apart <= hours_within + HOURS_STEP, key
