@@ -89,6 +89,13 @@ _CORE = (
     Resource("/apis/networking.k8s.io/v1", "ingressclasses", "IngressClass", namespaced=False),
     Resource("/apis/coordination.k8s.io/v1", "leases", "Lease"),
 )
+# The short names a 1.33 API server's discovery gives the built-in resources (`kubectl get deploy`).
+SHORT_NAMES = {
+    "namespaces": ("ns",), "configmaps": ("cm",), "limitranges": ("limits",), "pods": ("po",),
+    "services": ("svc",), "events": ("ev",), "deployments": ("deploy",), "replicasets": ("rs",),
+    "statefulsets": ("sts",), "daemonsets": ("ds",), "cronjobs": ("cj",),
+    "horizontalpodautoscalers": ("hpa",), "ingresses": ("ing",),
+}
 # Custom resources (VerticalPodAutoscalers, Gateway API routes, Argo Rollouts) are not served until a
 # test installs their CRD with `kube.register(...)`, as on a cluster without them: their paths 404.
 
@@ -525,7 +532,8 @@ class FakeKube:
                 "groupVersion": path.removeprefix("/api/").removeprefix("/apis/"),
                 "resources": [
                     {"name": r.plural, "singularName": r.kind.lower(), "namespaced": r.namespaced,
-                     "kind": r.kind, "verbs": verbs}
+                     "kind": r.kind, "verbs": verbs,
+                     **({"shortNames": list(SHORT_NAMES[r.plural])} if r.plural in SHORT_NAMES else {})}
                     for r in resources
                     if r.prefix == path
                 ],
