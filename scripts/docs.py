@@ -93,7 +93,7 @@ def policy_reference() -> str:
     missing = sorted(set(fields) - set(reasons))
     stale = sorted(set(reasons) - set(fields))
     if missing or stale:
-        raise SystemExit(
+        raise ValueError(
             f"{REASONS.relative_to(ROOT)}: no reason for {missing}; reasons for no field {stale}"
         )
     others = [name for name in MANAGED_RESOURCES if name not in default["resources"]]
@@ -283,8 +283,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="only say which pages are out of date")
     args = parser.parse_args()
+    try:
+        wanted = pages()
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return 1
     stale = []
-    for path, content in pages().items():
+    for path, content in wanted.items():
         if path.exists() and path.read_text(encoding="utf-8") == content:
             continue
         stale.append(path.relative_to(ROOT))

@@ -24,11 +24,19 @@ def _generator() -> ModuleType:
 DOCS = _generator()
 
 
-@pytest.mark.parametrize("path", sorted(DOCS.pages()), ids=lambda path: path.name)
-def test_each_generated_page_is_what_the_code_says(path: Path) -> None:
+GENERATED = ("policy-reference.md", "cli-reference.md", "metrics-reference.md", "architecture.md")
+
+
+@pytest.mark.parametrize("name", GENERATED)
+def test_each_generated_page_is_what_the_code_says(name: str) -> None:
+    path = ROOT / "docs" / name
     assert path.read_text(encoding="utf-8") == DOCS.pages()[path], (
         f"{path.name} is out of date: run .venv/bin/python scripts/docs.py"
     )
+
+
+def test_every_generated_page_is_checked() -> None:
+    assert sorted(path.name for path in DOCS.pages()) == sorted(GENERATED)
 
 
 class TestThePolicyReference:

@@ -271,6 +271,11 @@ class TestRbac:
              "verbs": ["list", "watch"]},
             {"apiGroups": ["autoscaling.k8s.io"], "resources": ["verticalpodautoscalers"],
              "verbs": ["list", "watch"]},
+            {"apiGroups": [""], "resources": ["services"], "verbs": ["list", "watch"]},
+            {"apiGroups": ["networking.k8s.io"], "resources": ["ingresses", "ingressclasses"],
+             "verbs": ["list", "watch"]},
+            {"apiGroups": ["gateway.networking.k8s.io"], "resources": ["httproutes", "grpcroutes"],
+             "verbs": ["list", "watch"]},
         ]
         assert self.rules("Role", "pod-tailor-webhook") == [
             {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list", "watch"]}

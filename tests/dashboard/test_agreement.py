@@ -20,7 +20,7 @@ from webhook.config.policies import bundled_policies
 from webhook.core.snapshot import EMPTY_PROFILES, ClusterSnapshot
 from webhook.dashboard.fleet import FleetConfig, load_fleet
 from webhook.offline.preview import run_preview
-from webhook.offline.sources import SourceError
+from webhook.offline.sources import SourceError, load_documents
 from webhook.profiles.store import FileStore
 
 pytestmark = needs_shared
@@ -34,10 +34,13 @@ SERVED = {
     "CronJob": "batch/v1",
     "Pod": "v1",
 }
+# The traffic path's objects go into the cluster too, so the pause is sized from the same Services.
+AROUND = {"Service": "v1", "Ingress": "networking.k8s.io/v1", "IngressClass": "networking.k8s.io/v1"}
 
 
 def test_every_corpus_workload_reads_the_same_on_the_dashboard_as_in_preview(tmp_path: Path) -> None:
-    cluster = ClusterSnapshot(policies=bundled_policies(), server_version=(1, 30))
+    # traffic={}: the preview knows the cluster's Services (none but the manifest's), as the dashboard does.
+    cluster = ClusterSnapshot(policies=bundled_policies(), server_version=(1, 30), traffic={})
     expected: dict[tuple[str, str, str], set[tuple[str, str, str, str]]] = {}
     with FakeKube() as kube:
         for index, path in enumerate(manifest_files()):
@@ -47,6 +50,8 @@ def test_every_corpus_workload_reads_the_same_on_the_dashboard_as_in_preview(tmp
             except SourceError:
                 continue
             kube.put(namespace(ns, "enforce"))
+            for around in _around(path, ns):
+                kube.put(around)
             for previewed in found:
                 document: dict[str, Any] = copy.deepcopy(previewed.source.document)
                 name = (document.get("metadata") or {}).get("name")
@@ -63,3 +68,18 @@ def test_every_corpus_workload_reads_the_same_on_the_dashboard_as_in_preview(tmp
     assert set(fleet.index) == set(expected)
     for key, said in expected.items():
         assert report_says(fleet.index[key]) == said, key
+
+
+def _around(path: Path, ns: str) -> list[dict[str, Any]]:
+    """The manifest's Services, Ingresses and IngressClasses as they land in namespace `ns`."""
+    found = []
+    for document in load_documents(path.read_text()):
+        kind = document.get("kind")
+        if kind not in AROUND or not (document.get("metadata") or {}).get("name"):
+            continue
+        placed = copy.deepcopy(document)
+        placed["apiVersion"] = AROUND[str(kind)]
+        if kind != "IngressClass":
+            placed["metadata"]["namespace"] = ns
+        found.append(placed)
+    return found

@@ -20,8 +20,9 @@ from webhook.core.pod import containers
 from webhook.core.profile import WorkloadProfiles
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
 from webhook.core.workload import WorkloadKey, pod_workload
+from webhook.offline.facts import with_manifest_facts
 from webhook.offline.sources import PodSource, SourceError, load_documents, pod_sources
-from webhook.report.collect import from_manifests
+from webhook.report.collect import from_manifests, read_manifests
 from webhook.report.evaluate import evaluate
 
 pytestmark = needs_shared
@@ -65,8 +66,11 @@ def test_a_corpus_manifest_reads_the_same(path: Path) -> None:
     sources = _sources(path)
     profiles = _profiles(sources)
     decisions = preview_decisions(path, cluster=CLUSTER, profiles=profiles)
-    items = from_manifests(path.read_text(), origin=str(path))
+    items, problems, documents = read_manifests([str(path)])
+    assert not problems
+    # The report reads the HPAs and Services beside the workloads, as the preview does.
+    cluster = with_manifest_facts(CLUSTER, documents, namespace=None)
     assert len(decisions) == len(items) == len(sources)
     for source, decision, item in zip(sources, decisions, items, strict=True):
-        row = evaluate(item, cluster=CLUSTER, profiles=profiles)
+        row = evaluate(item, cluster=cluster, profiles=profiles)
         assert report_says(row) == preview_says(decision), source.label

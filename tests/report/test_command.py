@@ -54,7 +54,7 @@ class TestFormats:
             ["StatefulSet/db", "pg"],
         ]
         assert "-→100m" in lines[1]
-        assert "readiness,startup,preStop,grace=35s" in lines[1]
+        assert "readiness,startup,preStop=5s,grace=35s" in lines[1]
         totals = lines[lines.index("") + 2].split()
         assert totals[:6] == ["shop", "enforce", "default", "2", "2", "3"]
 

@@ -18,7 +18,19 @@ from kubernetes import client
 from webhook.cluster.watch import ListCall, Obj, without_status
 from webhook.config.settings import Settings
 
-__all__ = ["HPAS", "NAMESPACES", "VPAS", "WatchSpec", "custom_list", "watch_specs"]
+__all__ = [
+    "GRPCROUTES",
+    "HPAS",
+    "HTTPROUTES",
+    "INGRESSCLASSES",
+    "INGRESSES",
+    "NAMESPACES",
+    "SERVICES",
+    "VPAS",
+    "WatchSpec",
+    "custom_list",
+    "watch_specs",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +64,18 @@ def _spec_only(obj: Obj) -> Hashable:
     return json.dumps(obj.get("spec"), sort_keys=True, default=str)
 
 
+def _spec_and_annotations(obj: Obj) -> Hashable:
+    """A Service's or route's spec and annotations: a load balancer's status (its address) is not read."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    return json.dumps([obj.get("spec"), annotations], sort_keys=True, default=str)
+
+
 NAMESPACES = "namespaces"
+SERVICES = "services"
+INGRESSES = "ingresses"
+INGRESSCLASSES = "ingressclasses"
+HTTPROUTES = "httproutes"
+GRPCROUTES = "grpcroutes"
 HPAS = "horizontalpodautoscalers"
 VPAS = "verticalpodautoscalers"
 
@@ -74,6 +97,28 @@ _SPECS: tuple[WatchSpec, ...] = (
         relevant=_spec_only,
     ),
     WatchSpec(VPAS, custom_list("autoscaling.k8s.io", "v1", VPAS), optional=True, relevant=_spec_only),
+    # The traffic path (webhook.core.traffic): Services, the Ingresses and routes to them, and the
+    # IngressClasses that name the controller; Gateway API routes only where their CRDs are served.
+    WatchSpec(
+        SERVICES, lambda api, _s: client.CoreV1Api(api).list_service_for_all_namespaces,
+        relevant=_spec_and_annotations,
+    ),
+    WatchSpec(
+        INGRESSES, lambda api, _s: client.NetworkingV1Api(api).list_ingress_for_all_namespaces,
+        relevant=_spec_and_annotations,
+    ),
+    WatchSpec(
+        INGRESSCLASSES, lambda api, _s: client.NetworkingV1Api(api).list_ingress_class,
+        relevant=_spec_and_annotations,
+    ),
+    WatchSpec(
+        HTTPROUTES, custom_list("gateway.networking.k8s.io", "v1", HTTPROUTES), optional=True,
+        relevant=_spec_and_annotations,
+    ),
+    WatchSpec(
+        GRPCROUTES, custom_list("gateway.networking.k8s.io", "v1", GRPCROUTES), optional=True,
+        relevant=_spec_and_annotations,
+    ),
 )
 
 

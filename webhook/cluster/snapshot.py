@@ -22,10 +22,21 @@ from webhook.core.autoscalers import (
     parse_vpa,
 )
 from webhook.core.facts import LimitRangeItem, limit_range_items
+from webhook.core.inputs import BASE_LABEL_KEYS
 from webhook.core.policy import PolicySet
+from webhook.core.routes import (
+    NamespaceTraffic,
+    Route,
+    Service,
+    index_traffic,
+    parse_ingress,
+    parse_ingress_class,
+    parse_route,
+    parse_service,
+)
 from webhook.core.snapshot import ClusterSnapshot
 
-__all__ = ["Objects", "ParseCache", "build_snapshot"]
+__all__ = ["Objects", "ParseCache", "build_snapshot", "traffic_index"]
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +125,46 @@ def _autoscalers(objects: Objects, cache: ParseCache) -> dict[str, NamespaceAuto
     return index_autoscalers(found)
 
 
+def _service(obj: Obj) -> Service | None:
+    service, left_out = parse_service(obj)
+    namespace = (obj.get("metadata") or {}).get("namespace")
+    for reason in left_out:
+        log.debug("traffic: namespace %s: %s; left out", namespace, reason)
+    return service
+
+
+def _namespace_of(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("namespace") or "")
+
+
+def traffic_index(objects: Objects, cache: ParseCache) -> dict[str, NamespaceTraffic] | None:
+    """Services and the routes to them by namespace; None when Services are not watched at all."""
+    if "services" not in objects:
+        return None
+    services = [(_namespace_of(obj), found) for obj in objects["services"]
+                if (found := cache.get("services", obj, _service)) is not None]
+    classes: dict[str, str] = {}
+    default_class = ""
+    for obj in objects.get("ingressclasses", ()):
+        parsed = cache.get("ingressclasses", obj, parse_ingress_class)
+        if parsed is not None:
+            name, controller, is_default = parsed
+            classes[name] = controller
+            default_class = name if is_default and not default_class else default_class
+    routes: list[tuple[str, Route]] = []
+    for obj in objects.get("ingresses", ()):
+        # Parsed anew each rebuild: the result depends on the IngressClasses too (cheap: no quantities).
+        ingress = parse_ingress(obj, classes, default_class=default_class)
+        if ingress is not None:
+            routes.append((_namespace_of(obj), ingress))
+    for resource in ("httproutes", "grpcroutes"):
+        for obj in objects.get(resource, ()):
+            route = cache.get(resource, obj, lambda o: parse_route(o, namespace=_namespace_of(o)))
+            if route is not None:
+                routes.append((_namespace_of(obj), route))
+    return index_traffic(services, routes)
+
+
 def build_snapshot(
     *,
     policies: PolicySet,
@@ -126,6 +177,7 @@ def build_snapshot(
 ) -> ClusterSnapshot:
     """One complete snapshot from every watched collection (`objects`, by resource plural)."""
     parsed = ParseCache() if cache is None else cache
+    traffic = traffic_index(objects, parsed)
     snapshot = ClusterSnapshot(
         policies=policies,
         default_mode=settings.default_mode,
@@ -135,6 +187,12 @@ def build_snapshot(
         taken_at=taken_at,
         source=source,
         autoscalers=_autoscalers(objects, parsed),
+        traffic=traffic,
+        label_keys={
+            namespace: BASE_LABEL_KEYS | found.label_keys
+            for namespace, found in (traffic or {}).items()
+            if found.label_keys
+        },
     )
     parsed.sweep()
     return snapshot

@@ -26,6 +26,7 @@ from webhook.commands.options import (
 from webhook.config.policies import bundled_policies, load_policy_file
 from webhook.core.policy import PolicyError, PolicySet
 from webhook.core.snapshot import ClusterSnapshot
+from webhook.offline.facts import with_manifest_facts
 from webhook.offline.sources import SourceError
 from webhook.profiles.store import StoreError
 from webhook.report.collect import read_manifests
@@ -138,7 +139,7 @@ def _policies(args: argparse.Namespace) -> PolicySet | None:
 def _offline(args: argparse.Namespace, usage: Usage, progress: Progress) -> Report:
     stdin = sys.stdin.read() if "-" in args.filename else None
     namespace = args.namespace[0] if len(args.namespace) == 1 else None
-    items, problems = read_manifests(args.filename, stdin=stdin, namespace=namespace)
+    items, problems, documents = read_manifests(args.filename, stdin=stdin, namespace=namespace)
     if args.namespace and namespace is None:
         items = [item for item in items if item.namespace in args.namespace]
     cluster = ClusterSnapshot(
@@ -147,6 +148,7 @@ def _offline(args: argparse.Namespace, usage: Usage, progress: Progress) -> Repo
         taken_at=time.time(),
         source="manifests",
     )
+    cluster = with_manifest_facts(cluster, documents, namespace=namespace)
     problems = [*problems, *([usage.problem] if usage.problem else [])]
     return build_report(
         items,

@@ -38,6 +38,7 @@ from webhook.core.qos import qos_class
 from webhook.core.resources import size_container
 from webhook.core.shutdown import existing_sleep, grace_period, grace_set_by_person, is_windows, pre_stop
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
+from webhook.core.traffic import pause_for, readiness_gap, traffic_path
 from webhook.core.workload import WorkloadKey, pod_workload
 
 __all__ = ["decide", "tailor"]
@@ -100,6 +101,10 @@ def _tailor_checked(
         warnings.append(f"ignored {PROBE_PATH_ANNOTATION}={path_annotation!r}: not an absolute path")
         path_annotation = None
     serving_pod, windows = is_long_running(pod), is_windows(pod)
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    path = traffic_path(facts.traffic, labels) if serving_pod else None
+    pause = pause_for(path, default=policy.pre_stop_seconds, sleeps=policy.sleeps_by_path)
+    targeted = path.targeted() if path is not None else frozenset()
     personal_grace = grace_set_by_person(pod)
     sleeps: list[int] = []
 
@@ -140,11 +145,16 @@ def _tailor_checked(
             continue
         if "probes" in features:
             injections += probe_container(
-                ref, policy=policy, path_annotation=path_annotation, profile=profile, patch=patch
+                ref, policy=policy, path_annotation=path_annotation, profile=profile, patch=patch,
+                targeted=targeted,
             )
+        gap = readiness_gap(ref.body, path)
+        if gap is not None:
+            notes.append(Note(ref.name, gap))
         if "preStop" in features:
             injection, seconds, warning = pre_stop(
-                ref, policy=policy, facts=facts, windows=windows, grace=personal_grace, patch=patch
+                ref, policy=policy, facts=facts, windows=windows, grace=personal_grace, patch=patch,
+                pause=pause,
             )
             if injection is not None:
                 injections.append(injection)

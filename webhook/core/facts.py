@@ -1,4 +1,4 @@
-"""Cluster facts the engine may use: the API server's version, the namespace's LimitRanges and autoscalers."""
+"""Cluster facts the engine may use: server version, the namespace's LimitRanges, autoscalers, Services."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 
 from webhook.core.autoscalers import Autoscalers, NamespaceAutoscalers, around
 from webhook.core.quantity import QuantityError, parse
+from webhook.core.routes import NamespaceTraffic
 from webhook.core.workload import WorkloadKey
 
 __all__ = ["ClusterFacts", "LimitRangeItem", "limit_range_items", "parse_server_version", "ratio_breached"]
@@ -34,6 +35,7 @@ class ClusterFacts:
     server_version: tuple[int, int] | None = None
     limit_ranges: tuple[LimitRangeItem, ...] = ()
     autoscalers: NamespaceAutoscalers = field(default_factory=dict)  # HPAs and VPAs by target
+    traffic: NamespaceTraffic | None = None  # Services and routes; None: not known (no cluster watch)
 
     def around(self, pod: Mapping[str, Any], workload: WorkloadKey | None) -> Autoscalers:
         """The HPAs and VPAs that target the workload of `pod` (see `webhook.core.autoscalers`)."""

@@ -155,9 +155,12 @@ def is_side_port(port: Mapping[str, Any]) -> bool:
     return any(word in _SIDE_PORT_WORDS for word in words)
 
 
-def serving_port(container: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The port a probe should target: one named `http`/`http-*`, else the first TCP port; ports
-    named like metrics/admin/debug/pprof/health only when there is no other."""
+def serving_port(
+    container: Mapping[str, Any], prefer: frozenset[int | str] = frozenset()
+) -> Mapping[str, Any] | None:
+    """The port a probe should target: one a Service sends to (`prefer`: container port numbers or
+    names), else one named `http`/`http-*`, else the first TCP port; ports named like
+    metrics/admin/debug/pprof/health only when there is no other."""
     tcp = [
         port
         for port in container.get("ports") or ()
@@ -166,6 +169,9 @@ def serving_port(container: Mapping[str, Any]) -> Mapping[str, Any] | None:
         and isinstance(port.get("containerPort"), int)
     ]
     candidates = [port for port in tcp if not is_side_port(port)] or tcp
+    for port in candidates if prefer else ():
+        if port["containerPort"] in prefer or port.get("name") in prefer:
+            return port
     for port in candidates:
         name = str(port.get("name", ""))
         if name == "http" or name.startswith("http-"):

@@ -14,12 +14,14 @@ from typing import Any, TypeVar
 
 from webhook.core.holds import AutoscalerPolicy, autoscaler_policy
 from webhook.core.quantity import QuantityError, parse
+from webhook.core.routes import PathKind
 
 __all__ = [
     "FEATURES",
     "MANAGED_RESOURCES",
     "LimitMode",
     "LimitRangerMode",
+    "PathSleeps",
     "Policy",
     "PolicyError",
     "PolicySet",
@@ -80,6 +82,21 @@ class ProbeShape:
 
 
 @dataclass(frozen=True, slots=True)
+class PathSleeps:
+    """`preStop.sleepSecondsByPath`: the pause for each kind of traffic path (webhook.core.traffic)."""
+
+    in_cluster: int = 5
+    ingress: int = 15
+    load_balancer: int = 20
+
+    def for_kind(self, kind: PathKind) -> int:
+        return {
+            PathKind.IN_CLUSTER: self.in_cluster, PathKind.INGRESS: self.ingress,
+            PathKind.LOAD_BALANCER: self.load_balancer,
+        }[kind]
+
+
+@dataclass(frozen=True, slots=True)
 class Policy:
     name: str
     features: frozenset[str]
@@ -92,11 +109,12 @@ class Policy:
     readiness: ProbeShape
     startup: ProbeShape
     liveness: ProbeShape
-    pre_stop_seconds: int
+    pre_stop_seconds: int  # the pause when the Pod's traffic path is not known (or no Service selects it)
     when_version_unknown: VersionUnknown
     allow_exec: bool
     drain_seconds: int
     autoscalers: AutoscalerPolicy  # the HPA/VPA rule and the step limit (webhook.core.holds)
+    sleeps_by_path: PathSleeps = PathSleeps()
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,7 +247,10 @@ def _policy(name: str, reader: _Reader) -> Policy:
         raise PolicyError(f"{resources.path}: unknown resource {sorted(unknown)[0]!r}")
     profiles = reader.child("profiles").only("use", "minConfidence", "startupCpuInLimit")
     probes = reader.child("probes").only("httpPath", "readiness", "startup", "liveness")
-    pre_stop = reader.child("preStop").only("sleepSeconds", "whenVersionUnknown", "allowExec")
+    pre_stop = reader.child("preStop").only(
+        "sleepSeconds", "sleepSecondsByPath", "whenVersionUnknown", "allowExec"
+    )
+    by_path = pre_stop.child("sleepSecondsByPath").only("inCluster", "ingress", "loadBalancer")
     return Policy(
         name=name,
         features=frozenset(feature for feature in FEATURES if features.boolean(feature)),
@@ -251,6 +272,11 @@ def _policy(name: str, reader: _Reader) -> Policy:
         allow_exec=pre_stop.boolean("allowExec"),
         drain_seconds=reader.integer("drainSeconds", high=86_400),
         autoscalers=autoscaler_policy(reader.child("autoscalers")),
+        sleeps_by_path=PathSleeps(
+            in_cluster=by_path.integer("inCluster", low=1, high=3600),
+            ingress=by_path.integer("ingress", low=1, high=3600),
+            load_balancer=by_path.integer("loadBalancer", low=1, high=3600),
+        ),
     )
 
 

@@ -65,9 +65,13 @@ def probe_container(
     path_annotation: str | None,
     profile: ContainerProfile | None,
     patch: PatchBuilder,
+    targeted: frozenset[int | str] = frozenset(),
 ) -> list[Injection]:
-    """Add each enabled probe the container lacks; nothing for containers without a TCP port."""
-    port = serving_port(ref.body)
+    """Add each enabled probe the container lacks; nothing for containers without a TCP port.
+
+    `targeted`: the container ports (numbers or names) the Pod's Services send to, preferred.
+    """
+    port = serving_port(ref.body, targeted)
     if port is None:
         return []
     number = int(port["containerPort"])
@@ -81,6 +85,9 @@ def probe_container(
     ]
     if passed_over and reads.startswith(("tcp", "http")):
         why += f" (not {', '.join(passed_over[:3])})"
+    served = number in targeted or port.get("name") in targeted
+    if served and reads.startswith(("tcp", "http")):
+        why = why.replace("serving port", "the port the Service sends to", 1)
     injections = []
     rec = usable_recommendation(profile, policy)
     for kind in _KINDS:

@@ -62,16 +62,19 @@ def pre_stop(
     windows: bool,
     grace: int | None,
     patch: PatchBuilder,
+    pause: tuple[int, str] | None = None,
 ) -> tuple[Injection | None, int, str | None]:
     """Add a preStop sleep to a serving container without a preStop hook.
 
-    Returns (injection, seconds slept, warning). `grace` is a grace period a person set: it is kept,
-    and the pause takes half of it at most.
+    Returns (injection, seconds slept, warning). `pause`: (seconds, why) sized from the Pod's traffic
+    path (`webhook.core.traffic.pause_for`), else the policy's `sleepSeconds`. `grace` is a grace
+    period a person set: it is kept, and the pause takes half of it at most.
     """
     lifecycle = ref.body.get("lifecycle") or {}
     if lifecycle.get("preStop") is not None:
         return None, 0, None
-    seconds, fitted = policy.pre_stop_seconds, ""
+    seconds, path = pause or (policy.pre_stop_seconds, "")
+    fitted = ""
     if grace is not None and seconds * 2 > grace:
         if grace < 2:
             return None, 0, f"{ref.name}: no preStop sleep: the Pod's grace period is {grace}s"
@@ -95,7 +98,7 @@ def pre_stop(
         reason = "Windows node" if windows else f'policy "{policy.name}" forbids exec'
         return None, 0, f"{ref.name}: no preStop sleep: cluster lacks native sleep and {reason}"
     patch.set((*ref.path, "lifecycle", "preStop"), hook)
-    source = f'{how}, {version}, policy "{policy.name}"{fitted}'
+    source = (f"{path}; " if path else "") + f'{how}, {version}, policy "{policy.name}"{fitted}'
     return Injection(ref.name, "preStop", f"sleep {seconds}s", source), seconds, None
 
 

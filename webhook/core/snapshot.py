@@ -16,17 +16,19 @@ from webhook.core.inputs import BASE_LABEL_KEYS
 from webhook.core.namespace import Mode, NamespaceSettings, namespace_settings
 from webhook.core.policy import PolicySet
 from webhook.core.profile import ProfileIndex, WorkloadProfiles
+from webhook.core.routes import NamespaceTraffic
 from webhook.core.workload import WorkloadKey
 
 __all__ = ["EMPTY_PROFILES", "ClusterSnapshot", "ProfileSnapshot"]
 
 _EMPTY: Mapping[str, object] = MappingProxyType({})
 _NO_AUTOSCALERS: NamespaceAutoscalers = MappingProxyType({})
+_NO_TRAFFIC = NamespaceTraffic()
 
 
 @dataclass(frozen=True, slots=True)
 class ClusterSnapshot:
-    """Policies, namespace labels, LimitRanges, autoscalers and the server version, as of `taken_at`."""
+    """Policies, namespace labels, LimitRanges, autoscalers, Services, server version, as of `taken_at`."""
 
     policies: PolicySet
     default_mode: Mode = Mode.ENFORCE  # for namespaces not (yet) known
@@ -36,6 +38,10 @@ class ClusterSnapshot:
     taken_at: float = 0.0
     source: str = "embedded defaults"
     autoscalers: Mapping[str, NamespaceAutoscalers] = field(default_factory=dict)  # by namespace
+    # Services and routes by namespace; None when they are not watched (embedded mode): then no Pod's
+    # traffic path is known, which is not the same as "no Service selects it".
+    traffic: Mapping[str, NamespaceTraffic] | None = None
+    label_keys: Mapping[str, frozenset[str]] = field(default_factory=dict)  # see label_keys_read
 
     def settings_for(self, namespace: str) -> NamespaceSettings:
         labels = None if self.namespaces is None else self.namespaces.get(namespace)
@@ -47,13 +53,14 @@ class ClusterSnapshot:
         The verdict cache's key keeps only these labels (`webhook.core.inputs`); a feature that matches
         Pod labels (e.g. against Service selectors) adds the keys it reads in that namespace here.
         """
-        return BASE_LABEL_KEYS
+        return self.label_keys.get(namespace, BASE_LABEL_KEYS)
 
     def facts_for(self, namespace: str) -> ClusterFacts:
         return ClusterFacts(
             server_version=self.server_version,
             limit_ranges=self.limit_ranges.get(namespace, ()),
             autoscalers=self.autoscalers.get(namespace, _NO_AUTOSCALERS),
+            traffic=None if self.traffic is None else self.traffic.get(namespace, _NO_TRAFFIC),
         )
 
 

@@ -22,7 +22,7 @@ from webhook.core.namespace import Mode, NamespaceSettings
 from webhook.core.patch import pointer
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
 from webhook.offline.admitted import as_created, json_copy
-from webhook.offline.autoscalers import with_manifest_autoscalers
+from webhook.offline.facts import with_manifest_facts
 from webhook.offline.sources import PodSource, load_documents, pod_sources
 
 __all__ = ["Previewed", "dump_yaml", "notes", "prefixed", "run_preview"]
@@ -69,12 +69,12 @@ def run_preview(
 ) -> list[Previewed]:
     """Run the engine on every Pod found in `text`.
 
-    `labels`, when given, are the labels of whichever namespace the objects land in. HPAs and VPAs
-    in `text` count as if they were in the cluster.
+    `labels`, when given, are the labels of whichever namespace the objects land in. HPAs, VPAs,
+    Services, Ingresses and routes in `text` count as if they were in the cluster.
     """
     documents = load_documents(text)
     sources = pod_sources(documents, namespace=namespace)
-    cluster = with_manifest_autoscalers(cluster, documents, namespace=namespace)
+    cluster = with_manifest_facts(cluster, documents, namespace=namespace)
     if labels is not None:
         cluster = dataclasses.replace(cluster, namespaces={source.namespace: labels for source in sources})
     results = []

@@ -9,13 +9,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from webhook.core.workload import pod_workload
 from webhook.offline.dryrun import controller_pod
 from webhook.offline.sources import PodSource, SourceError, load_documents, pod_sources
 
-__all__ = ["MANIFEST_SUFFIXES", "Collected", "collected", "from_manifests", "read_manifests", "replicas"]
+__all__ = [
+    "MANIFEST_SUFFIXES",
+    "Collected",
+    "Manifests",
+    "collected",
+    "from_manifests",
+    "read_manifests",
+    "replicas",
+]
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -80,20 +88,34 @@ def _files(path: Path) -> Iterable[Path]:
     return [path]
 
 
+class Manifests(NamedTuple):
+    items: list[Collected]
+    problems: list[str]
+    documents: list[dict[str, Any]]  # every object read, workloads or not: the HPAs and Services around them
+
+
 def read_manifests(
     paths: Iterable[str], *, stdin: str | None = None, namespace: str | None = None
-) -> tuple[list[Collected], list[str]]:
-    """Workloads from files, directories (recursively) and `-` (stdin); (found, problems).
+) -> Manifests:
+    """Workloads from files, directories (recursively) and `-` (stdin), and every object read.
 
-    A file without workloads (a Service, a kustomization) is passed over; one that cannot be read
-    or parsed is a problem, and the rest is still reported.
+    A file without workloads (a Service, a kustomization) adds no workload but its objects count (see
+    `webhook.offline.facts`); one that cannot be read or parsed is a problem, and the rest is still reported.
     """
     found: list[Collected] = []
     problems: list[str] = []
+    documents: list[dict[str, Any]] = []
+
+    def read(text: str, origin: str) -> None:
+        read_now = load_documents(text)
+        documents.extend(read_now)
+        sources = pod_sources(read_now, namespace=namespace)
+        found.extend(collected(source, origin=origin) for source in sources)
+
     for given in paths:
         if given == "-":
             try:
-                found += from_manifests(stdin or "", origin="-", namespace=namespace)
+                read(stdin or "", "-")
             except SourceError as exc:
                 problems.append(f"-: {exc}")
             continue
@@ -105,7 +127,7 @@ def read_manifests(
         for path in _files(root):
             try:
                 text = path.read_text(encoding="utf-8")
-                found += from_manifests(text, origin=str(path), namespace=namespace)
+                read(text, str(path))
             except OSError as exc:
                 problems.append(f"{path}: {exc.strerror}")
             except UnicodeDecodeError:
@@ -113,4 +135,4 @@ def read_manifests(
             except SourceError as exc:
                 if not (many and str(exc).startswith("no Pod or pod template found")):
                     problems.append(f"{path}: {exc}")
-    return found, problems
+    return Manifests(found, problems, documents)

@@ -179,6 +179,7 @@ CSV_COLUMNS = (
     "adds",
     "pod_adds",
     "warnings",
+    "traffic_path",
 )
 
 
@@ -210,6 +211,7 @@ def _csv_row(workload: WorkloadReport, container: ContainerReport) -> list[str]:
         "; ".join(f"{a.field}={a.value}" for a in container.adds),
         "; ".join(f"{a.field}={a.value}" for a in workload.pod_adds),
         "; ".join([*container.warnings, *workload.warnings]),
+        container.traffic_path,
     ]
     return row
 

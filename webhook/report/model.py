@@ -77,6 +77,14 @@ class ContainerReport:
     def changed(self) -> bool:
         return bool(self.adds) or self.current != self.recommended
 
+    @property
+    def traffic_path(self) -> str:
+        """The path the preStop pause pod-tailor adds was sized for (`behind Service web type ...`), or ""."""
+        for added in self.adds:
+            if added.field == "preStop" and added.source.startswith(("behind ", "no Service")):
+                return added.source.split("; ", 1)[0]
+        return ""
+
 
 @dataclass(frozen=True, slots=True)
 class WorkloadReport:

@@ -49,7 +49,10 @@ _SHORT = {
 
 
 def _adds(container: ContainerReport, workload: WorkloadReport, first: bool) -> str:
-    parts = [_SHORT.get(a.field, a.field) for a in container.adds]
+    parts = [
+        f"preStop={a.value.removeprefix('sleep ')}" if a.field == "preStop" else _SHORT.get(a.field, a.field)
+        for a in container.adds
+    ]
     if first:
         parts += [f"grace={a.value}s" for a in workload.pod_adds]
     return ",".join(parts) or "-"
@@ -77,6 +80,7 @@ def _rows(report: Report, *, wide: bool) -> tuple[list[Column], list[list[str]]]
             Column("MEMORY LIMIT", drop=5),
             Column("CONFIDENCE", drop=6),
             Column("WARNINGS", drop=7, cut=True),
+            Column("TRAFFIC PATH", drop=8, cut=True),
         ]
     rows = []
     for workload in report.workloads:
@@ -97,6 +101,7 @@ def _rows(report: Report, *, wide: bool) -> tuple[list[Column], list[list[str]]]
                     _cell(container, "limits.memory"),
                     _confidence(container),
                     "; ".join([*container.warnings, *(workload.warnings if index == 0 else ())]) or "-",
+                    container.traffic_path or "-",
                 ]
             rows.append(cells)
     return columns, rows
