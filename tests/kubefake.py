@@ -21,7 +21,10 @@ adds others (custom resources keep `apiVersion`/`kind` on list items, as the rea
 Supported: GET (object, list with `limit`/`continue`, `labelSelector` equality, `fieldSelector` on
 metadata.name/metadata.namespace), `watch=1` with `resourceVersion`, `allowWatchBookmarks`,
 `timeoutSeconds`; POST (with `generateName` and `dryRun=All`), PUT (optimistic concurrency on
-resourceVersion), PATCH (merge and JSON patch), DELETE; `/version`; legacy discovery (`/api`, `/apis`,
+resourceVersion), PATCH (merge and JSON patch), DELETE; the Pod `resize` subresource of 1.33+
+(in-place resize: only container cpu/memory may change, never the QoS class; the kubelet's answer,
+set with `resize_outcome`, shows as the `PodResizePending`/`PodResizeInProgress` conditions);
+`/version`; legacy discovery (`/api`, `/apis`,
 `/api/v1`, ...) and an OpenAPI v3 index, enough for the real `kubectl create --dry-run=server`.
 `kube.add_mutating_webhook(entry, url=..., ca_file=...)` makes creates go through a real webhook over
 HTTPS (rules, namespaceSelector, objectSelector, failurePolicy honoured; warnings become `Warning`
@@ -135,6 +138,16 @@ class _Event:
     type: str
     resource: Resource
     obj: Obj
+    old: Obj | None = None  # the object before a MODIFIED event
+
+    def seen_by(self, selector: _Filter) -> str | None:
+        """The event type a watch with `selector` gets, as the API server's watch cache filters it: an
+        object modified into the selector is ADDED for it, one modified out of it is DELETED."""
+        now = selector.matches(self.resource, self.obj)
+        before = self.old is not None and selector.matches(self.resource, self.old)
+        if self.type != "MODIFIED" or now == before:
+            return self.type if now else None
+        return "ADDED" if now else "DELETED"
 
 
 def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
@@ -270,6 +283,9 @@ class FakeKube:
     )
     token: str = "fake-token"
     requests: list[tuple[str, str]] = field(default_factory=list)  # (method, path?query), in order
+    # What the kubelet does with an accepted resize: "done" (applied at once), "InProgress",
+    # "Deferred" or "Infeasible" (the PodResizePending reasons of 1.33).
+    resize_outcome: str = "done"
 
     def __post_init__(self) -> None:
         self._resources: dict[tuple[str, str], Resource] = {(r.prefix, r.plural): r for r in _CORE}
@@ -455,7 +471,8 @@ class FakeKube:
             obj.setdefault("spec", {"finalizers": ["kubernetes"]})
             obj.setdefault("status", {"phase": "Active"})
         bucket[key] = obj
-        self._publish(_Event(self._rv, "MODIFIED" if old else "ADDED", resource, copy.deepcopy(obj)))
+        self._publish(_Event(self._rv, "MODIFIED" if old else "ADDED", resource, copy.deepcopy(obj),
+                             copy.deepcopy(old) if old else None))
         return copy.deepcopy(obj)
 
     def _remove(self, resource: Resource, namespace: str, name: str) -> Obj:
@@ -469,8 +486,9 @@ class FakeKube:
     def _publish(self, event: _Event) -> None:
         self._history.append(event)
         for watch in list(self._watches):
-            if watch.filter.matches(event.resource, event.obj):
-                self._send_event(watch, event.type, event.obj)
+            seen = event.seen_by(watch.filter)
+            if seen is not None:
+                self._send_event(watch, seen, event.obj)
 
     def _send_event(self, watch: _Watch, type_: str, obj: Obj) -> None:
         line = json.dumps({"type": type_, "object": obj}, separators=(",", ":")).encode() + b"\n"
@@ -676,6 +694,10 @@ class _Handler(BaseHTTPRequestHandler):
             failure = next((f for f in fake._failures if self.path.startswith(f[0])), None)
             if failure:
                 fake._failures.remove(failure)
+        if failure or (fake.token and self.headers.get("Authorization") != f"Bearer {fake.token}"):
+            # Answered before the body is read: read it now, or it would be taken for the next request on
+            # this keep-alive connection.
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
         if fake.token and self.headers.get("Authorization") != f"Bearer {fake.token}":
             self._error(401, "Unauthorized", "Unauthorized")
             return False
@@ -763,8 +785,9 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             else:
                 for event in fake._history:
-                    if event.rv > int(raw_rv) and selector.matches(event.resource, event.obj):
-                        fake._send_event(watch, event.type, event.obj)
+                    seen = event.seen_by(selector) if event.rv > int(raw_rv) else None
+                    if seen is not None:
+                        fake._send_event(watch, seen, event.obj)
             fake._watches.append(watch)
             deadline = None if timeout is None else time.monotonic() + timeout
             while not watch.dropped and watch in fake._watches:
@@ -866,6 +889,10 @@ class _Handler(BaseHTTPRequestHandler):
     def do_PATCH(self) -> None:
         if not self._pre("PATCH"):
             return
+        parts = [p for p in urlsplit(self.path).path.split("/") if p]
+        if parts[:2] == ["api", "v1"] and len(parts) == 7 and parts[4] == "pods" and parts[6] == "resize":
+            self._resize(parts[3], parts[5], self._body())
+            return
         resource, namespace, name, _ = self._route()
         body = self._body()
         if resource is None or name is None:
@@ -881,6 +908,30 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 patched = _merge(copy.deepcopy(current), body)
             stored = self.fake._store(resource, patched)
+        self._send_json(200, stored)
+
+    def _resize(self, namespace: str, name: str, body: Any) -> None:
+        """PATCH pods/{name}/resize as a 1.33 API server answers it, then the kubelet's part."""
+        pods = self.fake.resource("pods")
+        with self.fake._cond:
+            current = self.fake._lookup(pods, namespace, name)
+            if current is None:
+                self._not_found(pods, name)
+                return
+            if "json-patch" in (self.headers.get("Content-Type") or ""):
+                patched = jsonpatch.apply_patch(copy.deepcopy(current), body)
+            else:
+                patched = _merge(copy.deepcopy(current), body)
+            problem = _resize_problem(current, patched)
+            if problem is not None:
+                field_path, message = problem
+                cause = {"reason": "FieldValueForbidden", "message": message, "field": field_path}
+                text = f'Pod "{name}" is invalid: {field_path}: {message}'
+                self._error(422, "Invalid", text, name=name, kind="Pod", causes=[cause])
+                return
+            patched["metadata"]["generation"] = int(current["metadata"].get("generation", 1)) + 1
+            _kubelet_resize(patched, self.fake.resize_outcome)
+            stored = self.fake._store(pods, patched)
         self._send_json(200, stored)
 
     def do_DELETE(self) -> None:
@@ -906,6 +957,86 @@ def _peer_closed(connection: socket.socket) -> bool:
         return bool(readable) and connection.recv(1, socket.MSG_PEEK) == b""
     except OSError:
         return True
+
+
+_RESIZABLE = ("cpu", "memory")
+
+
+def _qos(pod: Mapping[str, Any]) -> str:
+    """The Pod's QoS class as the API server computes it (requests default to limits)."""
+    parts = []
+    for group in ("initContainers", "containers"):
+        for container in pod["spec"].get(group) or ():
+            resources = container.get("resources") or {}
+            limits = {k: v for k, v in (resources.get("limits") or {}).items() if k in _RESIZABLE}
+            asked = resources.get("requests") or {}
+            requests = {**limits, **{k: v for k, v in asked.items() if k in _RESIZABLE}}
+            parts.append((requests, limits))
+    if not any(requests or limits for requests, limits in parts):
+        return "BestEffort"
+    guaranteed = all(
+        set(limits) == set(_RESIZABLE) and all(_same(requests[k], limits[k]) for k in _RESIZABLE)
+        for requests, limits in parts
+    )
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+def _same(one: str, other: str) -> bool:
+    from kubernetes.utils import parse_quantity
+
+    return bool(parse_quantity(one) == parse_quantity(other))  # type: ignore[no-untyped-call]
+
+
+def _resize_problem(before: Obj, after: Obj) -> tuple[str, str] | None:
+    """(field, message) of the validation a real server fails a resize with, or None."""
+    def without_resources(pod: Obj) -> Any:
+        spec = copy.deepcopy(pod["spec"])
+        for group in ("initContainers", "containers"):
+            for container in spec.get(group) or ():
+                container.pop("resources", None)
+        return spec
+
+    only = "Forbidden: only cpu and memory resources are mutable"
+    if without_resources(before) != without_resources(after) or before["metadata"] != after["metadata"]:
+        return "spec", only
+    for group in ("initContainers", "containers"):
+        pairs = zip(before["spec"].get(group) or (), after["spec"].get(group) or (), strict=True)
+        for index, (old, new) in enumerate(pairs):
+            for section in ("requests", "limits"):
+                where = f"spec.{group}[{index}].resources.{section}"
+                was = (old.get("resources") or {}).get(section) or {}
+                now = (new.get("resources") or {}).get(section) or {}
+                if {k for k in set(was) | set(now) if was.get(k) != now.get(k)} - set(_RESIZABLE):
+                    return where, only
+                if set(was) - set(now):
+                    return where, "Forbidden: resource requests and limits cannot be removed"
+    if _qos(before) != _qos(after):
+        return "spec", "Forbidden: Pod QOS Class may not change as a result of resizing"
+    return None
+
+
+def _kubelet_resize(pod: Obj, outcome: str) -> None:
+    """What the kubelet reports for an accepted resize: the conditions, or the new allocated resources."""
+    conditions = [c for c in (pod.setdefault("status", {}).get("conditions") or ())
+                  if c.get("type") not in ("PodResizePending", "PodResizeInProgress")]
+    now = _now()
+    if outcome in ("Deferred", "Infeasible"):
+        message = f"Node didn't have enough {'capacity' if outcome == 'Deferred' else 'allocatable'}: cpu"
+        conditions.append({"type": "PodResizePending", "status": "True", "reason": outcome,
+                           "message": message, "lastProbeTime": None, "lastTransitionTime": now})
+    elif outcome == "InProgress":
+        conditions.append({"type": "PodResizeInProgress", "status": "True", "lastProbeTime": None,
+                           "lastTransitionTime": now})
+    else:
+        by_name = {c["name"]: c for c in pod["spec"].get("containers") or ()}
+        for status in pod["status"].get("containerStatuses") or ():
+            spec = by_name.get(status.get("name"))
+            if spec is not None:
+                resources = spec.get("resources") or {}
+                status["resources"] = copy.deepcopy(resources)
+                status["allocatedResources"] = copy.deepcopy(resources.get("requests") or {})
+        pod["status"]["observedGeneration"] = pod["metadata"]["generation"]
+    pod["status"]["conditions"] = conditions
 
 
 def _merge(target: Any, patch: Any) -> Any:

@@ -369,7 +369,8 @@ class TestEveryOverlayAndComponent:
     def test_the_service_monitors_scrape_named_ports_of_the_services_and_the_tls_secret_they_name(
         self, tmp_path: Path
     ) -> None:
-        objects = with_components(tmp_path, "overlays/self-signed", ["monitoring"])
+        # With the startup-boost component too, so the boost controller's monitor finds its Service.
+        objects = with_components(tmp_path, "overlays/self-signed", ["monitoring", "startup-boost"])
         services = [o for o in objects if o["kind"] == "Service"]
         for monitor in (o for o in objects if o["kind"] == "ServiceMonitor"):
             wanted = monitor["spec"]["selector"]["matchLabels"].items()
@@ -385,6 +386,46 @@ class TestEveryOverlayAndComponent:
         dashboard = find(objects, "ConfigMap", "pod-tailor-dashboard")
         assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
         assert json.loads(dashboard["data"]["pod-tailor.json"])["uid"] == "pod-tailor"
+
+
+class TestTheStartupBoostComponent:
+    @pytest.fixture
+    def objects(self, tmp_path: Path) -> list[dict[str, Any]]:
+        return with_components(tmp_path, "overlays/cert-manager", ["startup-boost"])
+
+    def test_two_replicas_elect_the_one_that_resizes(self, objects: list[dict[str, Any]]) -> None:
+        deployment = find(objects, "Deployment", "pod-tailor-boost-controller")
+        assert deployment["spec"]["replicas"] == 2
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        args = build_parser().parse_args(container["args"])
+        assert args.leader_elect
+        assert args.lease_name == "pod-tailor-boost-controller"
+        assert deployment["spec"]["template"]["metadata"]["labels"]["pod-tailor.io/skip"] == "true"
+        assert container["securityContext"]["readOnlyRootFilesystem"] is True
+
+    def test_rbac_is_exactly_the_calls_the_controller_makes(self, objects: list[dict[str, Any]]) -> None:
+        assert find(objects, "ClusterRole", "pod-tailor-boost-controller")["rules"] == [
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch", "patch"]},
+            {"apiGroups": [""], "resources": ["pods/resize"], "verbs": ["patch"]},
+        ]
+        assert find(objects, "Role", "pod-tailor-boost-controller")["rules"] == [
+            {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+             "resourceNames": ["pod-tailor-boost-controller"], "verbs": ["get", "update"]},
+            {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+        ]
+        for kind in ("ClusterRoleBinding", "RoleBinding"):
+            (subject,) = find(objects, kind, "pod-tailor-boost-controller")["subjects"]
+            assert subject["name"] == "pod-tailor-boost-controller"
+
+    def test_its_network_policy_lets_the_metrics_port_in_and_the_api_server_out(
+        self, objects: list[dict[str, Any]]
+    ) -> None:
+        policy = find(objects, "NetworkPolicy", "pod-tailor-boost-controller")
+        deployment = find(objects, "Deployment", "pod-tailor-boost-controller")
+        containers = deployment["spec"]["template"]["spec"]["containers"]
+        ports = {(p["containerPort"], p["protocol"]) for c in containers for p in c.get("ports", ())}
+        assert ports <= _ports(policy["spec"]["ingress"])
+        assert {(443, "TCP"), (53, "UDP")} <= _ports(policy["spec"]["egress"])
 
 
 def _ports(rules: list[dict[str, Any]]) -> set[tuple[int, str]]:

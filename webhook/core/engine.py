@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from webhook.core.annotations import within_limits
+from webhook.core.boostpod import apply_boost
 from webhook.core.decision import Decision, Injection, Note
 from webhook.core.explain import explanation
 from webhook.core.facts import ClusterFacts
@@ -161,6 +162,11 @@ def _tailor_checked(
                 sleeps.append(seconds)
             if warning:
                 warnings.append(warning)
+    if policy.startup_boost.enabled and "resources" in features and serving_pod and not windows:
+        injections += apply_boost(
+            pod, sizeable, policy=policy, profiles=profiles, injections=injections, facts=facts,
+            holds=holds, pod_level=pod_level, patch=patch, notes=notes,
+        )
     if sleeps and "gracePeriod" in features:
         sleeps += [found for ref in containers(pod) if (found := existing_sleep(ref.body)) is not None]
         grace, warning = grace_period(pod, policy=policy, longest_sleep=max(sleeps), patch=patch)

@@ -7,11 +7,12 @@ validated, so an error names the exact field (`policies.batch.resources.cpu.limi
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
 from typing import Any, TypeVar
 
+from webhook.core.boost import BoostPolicy, boost_policy
 from webhook.core.holds import AutoscalerPolicy, autoscaler_policy
 from webhook.core.quantity import QuantityError, parse
 from webhook.core.routes import PathKind
@@ -115,6 +116,7 @@ class Policy:
     drain_seconds: int
     autoscalers: AutoscalerPolicy  # the HPA/VPA rule and the step limit (webhook.core.holds)
     sleeps_by_path: PathSleeps = PathSleeps()
+    startup_boost: BoostPolicy = field(default_factory=BoostPolicy)  # webhook.core.boost
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,7 +240,8 @@ def _probe(reader: _Reader, *, readiness: bool) -> ProbeShape:
 
 def _policy(name: str, reader: _Reader) -> Policy:
     reader.only(
-        "features", "resources", "limitRanger", "profiles", "probes", "preStop", "drainSeconds", "autoscalers"
+        "features", "resources", "limitRanger", "profiles", "probes", "preStop", "drainSeconds",
+        "autoscalers", "startupBoost",
     )
     features = reader.child("features").only(*FEATURES)
     resources = reader.child("resources")
@@ -277,6 +280,7 @@ def _policy(name: str, reader: _Reader) -> Policy:
             ingress=by_path.integer("ingress", low=1, high=3600),
             load_balancer=by_path.integer("loadBalancer", low=1, high=3600),
         ),
+        startup_boost=boost_policy(reader.child("startupBoost")),
     )
 
 

@@ -1,0 +1,226 @@
+"""The boost controller: gives boosted Pods their steady CPU back, in place, once they have started.
+
+It watches Pods labelled `pod-tailor.io/boosted=true` (list+watch with a label selector, nothing
+else), and for each one whose time has come (`webhook.core.boostmark.revert_due`) PATCHes the Pod's
+`resize` subresource to the steady values in the Pod's own record. It then follows the kubelet's
+answer: done (the label goes, the record says so), `PodResizePending` Infeasible (given up, recorded,
+counted), Deferred or in progress (waited for; the kubelet retries). A 422 from the API server is
+given up the same way, a 409 or any other error is tried again at the next pass, a 404 means the Pod
+is gone. Every fact it acts on is in the Pod, so a restarted controller, or a new leader, goes on
+where the last one stopped; only the leader acts.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from decimal import Decimal
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from webhook.cluster.watch import Watched
+from webhook.controllers.boostmetrics import BoostMetrics
+from webhook.core.boostmark import (
+    BOOST_ANNOTATION,
+    BOOSTED_LABEL,
+    BoostRecord,
+    read_record,
+    revert_due,
+    started_at,
+)
+from webhook.core.quantity import QuantityError, parse
+
+__all__ = ["BoostController"]
+
+log = logging.getLogger("pod_tailor.boost")
+Obj = dict[str, Any]
+
+
+def _cpu(container: Mapping[str, Any], section: str) -> Decimal | None:
+    value = ((container.get("resources") or {}).get(section) or {}).get("cpu")
+    try:
+        return parse(value) if value is not None else None
+    except QuantityError:
+        return None
+
+
+def _steady_now(pod: Mapping[str, Any], record: BoostRecord) -> bool:
+    """The Pod's spec already holds the steady values (a resize was asked for, by us or anyone)."""
+    by_name = {c.get("name"): c for c in (pod.get("spec") or {}).get("containers") or ()}
+    for steady in record.containers:
+        container = by_name.get(steady.container)
+        if container is None:
+            continue
+        if _cpu(container, "requests") != parse(steady.request):
+            return False
+        if steady.limit is not None and _cpu(container, "limits") != parse(steady.limit):
+            return False
+    return True
+
+
+def _condition(pod: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
+    for condition in (pod.get("status") or {}).get("conditions") or ():
+        if (
+            isinstance(condition, Mapping)
+            and condition.get("type") == kind
+            and condition.get("status") == "True"
+        ):
+            return condition
+    return None
+
+
+class BoostController:
+    def __init__(
+        self,
+        api_client: Any,
+        *,
+        leading: threading.Event,
+        stop: threading.Event,
+        metrics: BoostMetrics | None = None,
+        clock: Callable[[], float] = time.time,
+        tick: float = 1.0,
+        watch_seconds: int = 300,
+    ) -> None:
+        self.core: Any = client.CoreV1Api(api_client)
+        self.leading, self.stop = leading, stop
+        self.metrics = metrics or BoostMetrics()
+        self.clock, self.tick = clock, tick
+        self._wake = threading.Event()
+        self._seen: set[str] = set()  # uids counted as started
+        self._deferred: set[str] = set()  # uids counted as deferred
+        self._done: set[str] = set()  # uids finished, until the watch sees their label gone
+        listing = functools.partial(
+            self.core.list_pod_for_all_namespaces, label_selector=f"{BOOSTED_LABEL}=true"
+        )
+        self.watched = Watched(
+            "pods", listing, on_change=self._wake.set, stop=stop, watch_seconds=watch_seconds, relevant=None
+        )
+
+    def run(self) -> None:
+        """Watch in a thread; act every `tick` seconds (or at once after an event) while leading."""
+        threading.Thread(target=self.watched.run, name="boost-watch", daemon=True).start()
+        while not self.stop.is_set():
+            self._wake.wait(self.tick)
+            self._wake.clear()
+            if self.leading.is_set() and self.watched.synced.is_set():
+                self.step()
+        self.watched.close()
+
+    def step(self) -> None:
+        """One pass over every boosted Pod."""
+        pods = self.watched.objects()
+        uids = {str((pod.get("metadata") or {}).get("uid")) for pod in pods}
+        self._done &= uids
+        self.metrics.boosted.set(len(uids - self._done))
+        for pod in pods:
+            if self.stop.is_set() or not self.leading.is_set():
+                return
+            try:
+                self.handle(pod)
+            except Exception:
+                self.metrics.failures.labels("error").inc()
+                log.exception("boost: %s: failed; tried again at the next pass", _name(pod))
+
+    def handle(self, pod: Obj) -> None:
+        metadata = pod.get("metadata") or {}
+        uid = str(metadata.get("uid"))
+        if uid in self._done:
+            return
+        if uid not in self._seen:
+            self._seen.add(uid)
+            self.metrics.started.inc()
+        record = read_record(metadata.get("annotations") or {})
+        if record is None:
+            self._finish(pod, None, outcome="failed: unreadable record", failure="unreadable")
+            return
+        if not _steady_now(pod, record):
+            due = revert_due(pod, record, now=self.clock())
+            if due.now:
+                self._resize(pod, record, why=due.why)
+            return
+        pending = _condition(pod, "PodResizePending")
+        if pending is not None and pending.get("reason") == "Infeasible":
+            why = f"failed: Infeasible: {pending.get('message', '')}"
+            self._finish(pod, record, outcome=why, failure="infeasible")
+        elif pending is not None:
+            if uid not in self._deferred:
+                self._deferred.add(uid)
+                self.metrics.deferred.inc()
+                log.info("boost: %s: resize deferred by the kubelet; waiting", _name(pod))
+        elif _condition(pod, "PodResizeInProgress") is None:
+            started = started_at(pod)
+            seconds = max(0.0, self.clock() - started) if started is not None else 0.0
+            self._finish(pod, record, outcome=f"reverted after {seconds:.0f}s", seconds=seconds)
+
+    def _resize(self, pod: Obj, record: BoostRecord, *, why: str) -> None:
+        ops = []
+        for index, container in enumerate((pod.get("spec") or {}).get("containers") or ()):
+            steady = next((s for s in record.containers if s.container == container.get("name")), None)
+            if steady is None:
+                continue
+            base = f"/spec/containers/{index}/resources"
+            ops.append({"op": "replace", "path": f"{base}/requests/cpu", "value": steady.request})
+            if steady.limit is not None and _cpu(container, "limits") is not None:
+                ops.append({"op": "replace", "path": f"{base}/limits/cpu", "value": steady.limit})
+        name, namespace = pod["metadata"]["name"], pod["metadata"]["namespace"]
+        try:
+            self.core.patch_namespaced_pod_resize(name, namespace, ops, _preload_content=False)
+        except ApiException as exc:
+            if exc.status == 404:
+                return  # gone: the watch drops it
+            if exc.status == 422:
+                why = f"failed: resize refused: {_message(exc)}"
+                self._finish(pod, record, outcome=why, failure="refused")
+                return
+            self.metrics.failures.labels("error").inc()
+            log.warning("boost: %s: resize failed (%s); tried again at the next pass", _name(pod), exc.status)
+            return
+        log.info("boost: %s: CPU given back (%s)", _name(pod), why)
+
+    def _finish(
+        self, pod: Obj, record: BoostRecord | None, *, outcome: str, failure: str = "", seconds: float = 0.0
+    ) -> None:
+        """Remove the label (the Pod leaves the watch) and keep the outcome in the record."""
+        annotations: dict[str, Any] = {}
+        if record is not None:
+            annotations[BOOST_ANNOTATION] = BoostRecord(
+                record.containers, until=record.until, extra_seconds=record.extra_seconds,
+                max_seconds=record.max_seconds, outcome=outcome,
+            ).dumps()  # fmt: skip
+        body = {"metadata": {"labels": {BOOSTED_LABEL: None}, "annotations": annotations}}
+        try:
+            self.core.patch_namespaced_pod(
+                pod["metadata"]["name"], pod["metadata"]["namespace"], body, _preload_content=False
+            )
+        except ApiException as exc:
+            if exc.status != 404:
+                self.metrics.failures.labels("error").inc()
+                log.warning(
+                    "boost: %s: recording %r failed (%s); tried again", _name(pod), outcome, exc.status
+                )
+            return
+        self._done.add(str(pod["metadata"].get("uid")))
+        if not failure:
+            self.metrics.reverted.inc()
+            self.metrics.seconds.observe(seconds)
+        else:
+            self.metrics.failures.labels(failure).inc()
+            log.warning("boost: %s: %s", _name(pod), outcome)
+
+
+def _name(pod: Mapping[str, Any]) -> str:
+    metadata = pod.get("metadata") or {}
+    return f"{metadata.get('namespace')}/{metadata.get('name')}"
+
+
+def _message(exc: ApiException) -> str:
+    try:
+        return str(json.loads(exc.body or "").get("message", ""))[:300]
+    except (TypeError, ValueError):
+        return str(exc.reason)
