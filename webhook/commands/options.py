@@ -96,6 +96,15 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
         help="write the store even when Prometheus reports partial data (warnings)",
     )
     parser.add_argument(
+        "--max-shrink", type=float, default=0.2,
+        help="a build that would lose more than this share of the store's recommendations keeps the "
+        "previous ones for the containers it lost [0.2]",
+    )
+    parser.add_argument(
+        "--allow-shrink", action="store_true",
+        help="write what the build found even when it loses more than --max-shrink of the recommendations",
+    )
+    parser.add_argument(
         "--checkpoint", type=Path,
         help="file keeping the answers of past days between builds, so that a build asks Prometheus only"
         " for what changed since [$POD_TAILOR_CHECKPOINT, else ~/.cache/pod-tailor/build-checkpoint.json]",
@@ -165,4 +174,6 @@ def build_run(args: argparse.Namespace) -> BuildRun:
         checkpoint_path=None if args.no_checkpoint else (args.checkpoint or default_checkpoint_path()),
         end=getattr(args, "end", None),  # only `profiles build` has --end; the recommender reads up to now
         allow_partial=args.allow_partial,
+        allow_shrink=args.allow_shrink,
+        max_shrink=args.max_shrink,
     )

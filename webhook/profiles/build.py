@@ -10,6 +10,7 @@ checkpoint, the whole past days it holds are not asked again (see `checkpoint`).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -105,6 +106,7 @@ class BuildResult:
     warnings: tuple[str, ...]
     series: int
     reused_slices: int = 0  # slices taken from the checkpoint instead of Prometheus
+    notes: tuple[str, ...] = ()  # settings the build had to change (shown even with -q)
 
 
 def _noop(_: str) -> None:
@@ -359,18 +361,26 @@ def build_profiles(
     if checkpoint is not None and checkpoint.note:
         progress(f"  {checkpoint.note}")
     lookback = min(window, queries.duration(settings.startup_lookback))
+    notes: list[str] = []
     with ThreadPoolExecutor(max_workers=max(2, settings.concurrency)) as pool:
         # The small queries go first, then the two big passes, then what the passes point to.
         owners_f = pool.submit(prom.instant, queries.owners_query(ns, span=window), at=end)
         oom_f = pool.submit(prom.instant, queries.oom_kills(ns, span=window), at=end)
         requests_f = pool.submit(prom.instant, queries.requests_query(ns, span=window), at=end)
-        totals_f = pool.submit(fetch_totals, prom, namespaces=ns, window=window, step=collector.step,
-                               rate_window=collector.rate, end=end, recorded=settings.cpu_rate_metric,
-                               progress=progress)
-        # The scrape interval and the live series size the big passes: asked first, it is one small query.
+        # The scrape interval and the live series size the big passes (and the rate window every CPU
+        # query uses): asked first, it is one small query.
         sizes = {s.labels.get("stat"): s.value for s in prom.instant(queries.scrape_interval(ns), at=end)}
         per_hour, live = sizes.get("per_hour", 0.0), sizes.get("series", 0.0)
         interval = 3600 / per_hour if per_hour > 0 else float(collector.step)
+        if not settings.cpu_rate_metric:
+            collector.rate, raised = queries.safe_rate_window(collector.rate, interval=interval)
+            if raised:
+                notes.append(raised)
+                progress(f"  warning: {raised}")
+                settings = dataclasses.replace(settings, rate_window=queries.promql_duration(collector.rate))
+        totals_f = pool.submit(fetch_totals, prom, namespaces=ns, window=window, step=collector.step,
+                               rate_window=collector.rate, end=end, recorded=settings.cpu_rate_metric,
+                               progress=progress)
         if not settings.slices:
             collector.slices = auto_slices(series=live, window=window, interval=interval,
                                            samples_per_query=settings.samples_per_query)
@@ -457,6 +467,7 @@ def build_profiles(
         warnings=tuple(prom.warnings),
         series=len(stats),
         reused_slices=working.reused if working is not None else 0,
+        notes=tuple(notes),
     )
 
 

@@ -8,6 +8,7 @@ Several statistics travel in one request, told apart by a `stat` label set with 
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Sequence
 
@@ -20,6 +21,7 @@ __all__ = [
     "namespaces_query",
     "owners_query",
     "requests_query",
+    "safe_rate_window",
     "selector",
     "stat_label",
     "usage_by_controller",
@@ -44,6 +46,21 @@ def duration(text: str) -> int:
     if not match or int(match[1]) <= 0:
         raise ValueError(f"not a duration: {text!r} (use e.g. 90s, 5m, 6h, 14d, 2w)")
     return int(match[1]) * _UNITS[match[2]]
+
+
+def safe_rate_window(rate_window: int, *, interval: float) -> tuple[int, str]:
+    """A `rate()` window of at least two scrape intervals, and why it was raised ("" when it was not).
+
+    `rate()` needs two samples in its window: below two intervals it returns nothing for most steps, so
+    CPU usage would read as (near) zero and a build would shrink every request it writes.
+    """
+    needed = math.ceil(2 * interval)
+    if interval <= 0 or rate_window >= needed:
+        return rate_window, ""
+    return needed, (
+        f"the rate window {promql_duration(rate_window)} is under 2 x the scrape interval "
+        f"({interval:g}s): raised to {promql_duration(needed)}, or CPU usage would read as near zero"
+    )
 
 
 def promql_duration(seconds: int) -> str:

@@ -7,8 +7,9 @@ it was.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from webhook.profiles.connection import PrometheusConnection
 from webhook.profiles.preflight import check_connection
 from webhook.profiles.prometheus import PrometheusError
 from webhook.profiles.queries import duration
+from webhook.profiles.shrink import guard_shrink
 from webhook.profiles.store import FileStore, ProfileDocument, ProfileStore, StoreError
 from webhook.profiles.trail import TrailingStore
 
@@ -50,6 +52,8 @@ class BuildRun:
     checkpoint_path: Path | None = None  # None: no checkpoint (a full build every time)
     end: float | None = None  # the window's end; None: now
     allow_partial: bool = False
+    allow_shrink: bool = False  # write a build that loses more than `max_shrink` of the recommendations
+    max_shrink: float = 0.2
 
 
 def _noop(_: str) -> None:
@@ -84,6 +88,8 @@ def build_once(
             checkpoint.save(kept, where)
         except OSError as exc:  # a cache: the next build is a full one, nothing is wrong
             print(f"warning: checkpoint {where} not written: {exc}", file=sys.stderr)
+    for note in result.notes:
+        print(f"warning: {note}", file=sys.stderr)
     for warning in dict.fromkeys(result.warnings):  # the same warning comes once per query
         times = result.warnings.count(warning)
         print(f"warning: Prometheus: {warning}" + (f" (x{times})" if times > 1 else ""), file=sys.stderr)
@@ -92,8 +98,32 @@ def build_once(
             f"Prometheus reported partial data ({len(result.warnings)} warning(s)); the store was not "
             "changed (pass --allow-partial to write anyway)"
         )
+    if not run.allow_shrink:
+        result = _keep_what_would_be_lost(
+            result, store, max_share=run.max_shrink, namespaces=settings.namespaces
+        )
     store.write(result.document, scope=settings.namespaces or None)
     return result
+
+
+def _keep_what_would_be_lost(
+    result: BuildResult, store: ProfileStore, *, max_share: float, namespaces: Sequence[str]
+) -> BuildResult:
+    """The result to write: with the previous recommendations back when it would lose too many."""
+    guarded = guard_shrink(store.read(), result.document, max_share=max_share, namespaces=namespaces or None)
+    if not guarded.kept:
+        return result
+    print(
+        f"warning: this build would lose {len(guarded.lost)} recommendation(s), {guarded.share:.0%} of the "
+        f"store's (more than --max-shrink {max_share:.0%}): kept the previous ones for them; pass "
+        "--allow-shrink to write what the build found",
+        file=sys.stderr,
+    )
+    for line in guarded.lost[:20]:
+        print(f"warning:   {line}", file=sys.stderr)
+    if len(guarded.lost) > 20:
+        print(f"warning:   ... and {len(guarded.lost) - 20} more", file=sys.stderr)
+    return dataclasses.replace(result, document=guarded.document)
 
 
 @dataclass(frozen=True, slots=True)
