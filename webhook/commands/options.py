@@ -83,13 +83,21 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--slices", type=int, default=0,
-        help="start the big queries cut into this many time slices [0: as many as keep each under"
+        help="cut the big passes into this many time slices [0: as many as keep a slice under"
         " --samples-per-query, from the live series and the scrape interval]",
     )
     parser.add_argument(
         "--samples-per-query", type=int, default=defaults.samples_per_query,
-        help=f"sample budget of one big query (Prometheus' --query.max-samples is 50 M by default)"
-        f" [{defaults.samples_per_query}]",
+        help=f"samples of one time slice of a big pass, all shards together [{defaults.samples_per_query}]",
+    )
+    parser.add_argument(
+        "--prometheus-max-samples", type=int, default=defaults.max_samples,
+        help="samples one query may touch: each slice is split by namespace and Pod-name classes to stay"
+        f" under it (Prometheus refuses 50 M by default, managed services less) [{defaults.max_samples}]",
+    )
+    parser.add_argument(
+        "--prometheus-concurrency", type=int, default=defaults.concurrency,
+        help=f"queries in flight at once: what a build costs Prometheus at a time [{defaults.concurrency}]",
     )
     parser.add_argument(
         "--allow-partial", action="store_true",
@@ -162,6 +170,8 @@ def build_settings(args: argparse.Namespace) -> BuildSettings:
         cpu_rate_metric=args.cpu_rate_metric or None,
         slices=max(0, args.slices),
         samples_per_query=args.samples_per_query,
+        max_samples=max(1, args.prometheus_max_samples),
+        concurrency=max(1, args.prometheus_concurrency),
         startup_lookback=args.startup_lookback,
         summary_days=max(0, args.summary_days),
         strategy=strategy,

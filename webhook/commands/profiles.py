@@ -26,8 +26,9 @@ from webhook.profiles.prometheus import PrometheusError
 from webhook.profiles.runner import build_once, counts
 from webhook.profiles.store import ProfileDocument, StoreError, encode_document
 from webhook.profiles.table import render_table, select
+from webhook.report.progress import Progress
 
-__all__ = ["progress_printer", "register"]
+__all__ = ["BuildMeter", "progress_printer", "register"]
 
 
 def register(subparsers: Any) -> None:
@@ -50,22 +51,42 @@ def register(subparsers: Any) -> None:
     show.set_defaults(func=_show_main)
 
 
-def progress_printer(quiet: bool) -> Callable[[str], None]:
-    """Progress lines on stderr, stamped with the seconds since the build started."""
+def progress_printer(quiet: bool, *, bar: Progress | None = None) -> Callable[[str], None]:
+    """Progress lines on stderr, stamped with the seconds since the build started (above the bar)."""
     started = time.monotonic()
 
     def say(message: str) -> None:
         if not quiet:
+            if bar is not None:
+                bar.done()  # the line goes above; the next tick draws the bar again
             print(f"[{time.monotonic() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
 
     return say
 
 
+class BuildMeter:
+    """The big passes on a progress bar: queries done of planned, samples read, time left."""
+
+    def __init__(self, bar: Progress) -> None:
+        self.bar, self.started = bar, time.monotonic()
+
+    def __call__(self, done: int, planned: int, samples: int) -> None:
+        elapsed = time.monotonic() - self.started
+        left = elapsed / done * (planned - done) if done else 0.0
+        self.bar.advance(done, planned, f"pieces, {samples / 1e6:,.1f} M samples read, ~{left:.0f}s left")
+
+
 def _build_main(args: argparse.Namespace) -> int:
     try:
         store = store_from(args)
-        progress = progress_printer(args.quiet)
-        result = build_once(build_run(args), build_settings(args), store, progress=progress)
+        bar = Progress() if not args.quiet else None  # drawn only on a terminal
+        progress = progress_printer(args.quiet, bar=bar if bar is not None and bar.enabled else None)
+        meter = BuildMeter(bar) if bar is not None and bar.enabled else None
+        try:
+            result = build_once(build_run(args), build_settings(args), store, progress=progress, meter=meter)
+        finally:
+            if bar is not None:
+                bar.done()
     except (PrometheusError, StoreError, ValueError) as exc:
         print(f"pod-tailor profiles build: {exc}", file=sys.stderr)
         return 1

@@ -13,8 +13,8 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -24,33 +24,25 @@ from webhook.profiles import queries
 from webhook.profiles.checkpoint import Checkpoint, checkpoint_key
 from webhook.profiles.connection import PrometheusConnection
 from webhook.profiles.identity import Owners
-from webhook.profiles.prometheus import Prometheus, TooManySamplesError
+from webhook.profiles.passes import Meter, Passes
+from webhook.profiles.prometheus import Prometheus, PrometheusError
+from webhook.profiles.shards import Shard, estimate, plan
 from webhook.profiles.slices import (
-    DAY,
-    By,
     SeriesId,
     SliceRecords,
     StatsBySeries,
-    aligned_cut,
     auto_slices,
-    by_series,
-    even_cut,
-    per_day,
-    records,
     series_id,
     without_start,
 )
 from webhook.profiles.store import ProfileDocument, WorkloadEntry
 from webhook.profiles.strategy import ContainerHistory, SeriesStats, StrategySettings, recommend
 from webhook.profiles.summarize import summarize
-from webhook.profiles.totals import attach_totals, fetch_totals
+from webhook.profiles.totals import STEP, attach_totals, fetch_totals
 
 __all__ = ["BuildResult", "BuildSettings", "IncrementalBuild", "build_profiles"]
 
 Progress = Callable[[str], None]
-_Bounds = tuple[float, float]
-_MIN_SLICE = 3600
-_HEARTBEAT = 15.0  # seconds between "still reading" lines during the long queries
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,13 +62,19 @@ class BuildSettings:
     # A recorded CPU rate per container (e.g. kube-prometheus'
     # `node_namespace_pod_container:container_cpu_usage_seconds_total:sum_irate`): several times cheaper.
     cpu_rate_metric: str | None = None
-    concurrency: int = 4  # queries in flight at once (Prometheus evaluates them on separate cores)
-    # The big passes start cut into this many time slices (more are cut when Prometheus refuses one
-    # for --query.max-samples or --query.timeout; starting small saves the refused attempt).
-    # 0: as many as keep each query under `samples_per_query`, estimated from the live series.
+    # Queries in flight at once, all of the build's together: what the build costs Prometheus at a
+    # time is this many queries of at most `max_samples` samples each.
+    concurrency: int = 2
+    # The big passes are cut into this many time slices (the unit a checkpoint keeps).
+    # 0: as many as keep a slice under `samples_per_query`, estimated from the live series.
     # With a checkpoint the cut is on whole days (or divisors of a day) of UTC time instead.
     slices: int = 0
-    samples_per_query: int = 40_000_000  # Prometheus' --query.max-samples is 50 M by default
+    samples_per_query: int = 40_000_000
+    # Each query of a slice then touches at most this many samples: split by namespace and by Pod-name
+    # classes (`shards`), which leaves every series' answer as it is. Well under every backend's limit
+    # (Prometheus' --query.max-samples is 50 M by default, managed services' lower).
+    max_samples: int = 5_000_000
+    retry_pause: float = 1.0  # seconds before asking a busy server (429, 5xx, no answer) again; doubled
     namespaces: tuple[str, ...] = ()  # empty: every namespace
     # Series with fewer samples than this (short-lived Pods: Jobs, churn) are fetched whole, so their
     # share of the pooled percentile is exact rather than interpolated between a few quantiles.
@@ -107,108 +105,16 @@ class BuildResult:
     series: int
     reused_slices: int = 0  # slices taken from the checkpoint instead of Prometheus
     notes: tuple[str, ...] = ()  # settings the build had to change (shown even with -q)
+    # Namespaces the big passes could not read entirely, with why: the document has none of their
+    # workloads (the caller keeps the previous ones), never a "no data" for them.
+    unread: tuple[tuple[str, str], ...] = ()
+    samples_read: int = 0  # as Prometheus counted them
+    peak_samples: int = 0  # the most samples one query held at once (what --query.max-samples limits)
+    refusals: int = 0  # queries Prometheus refused that were split and asked again
 
 
 def _noop(_: str) -> None:
     return None
-
-
-class _Collector:
-    """The two big passes, slice by slice: asked a little ahead, reduced as they arrive."""
-
-    def __init__(
-        self, prom: Prometheus, settings: BuildSettings, *, end: float, progress: Progress,
-        checkpoint: Checkpoint | None,
-    ) -> None:
-        self.prom, self.settings, self.end, self.progress = prom, settings, end, progress
-        self.window = queries.duration(settings.window)
-        self.step = queries.duration(settings.step)
-        self.rate = queries.duration(settings.rate_window)
-        self.ns: Sequence[str] = settings.namespaces
-        self.slices = max(1, settings.slices)
-        self.checkpoint = checkpoint
-        self._ids: dict[SeriesId, SeriesId] = {}
-
-    def _reduced(self, query: str, at: float) -> By:
-        return by_series(self.prom.instant(query, at=at), interned=self._ids)
-
-    def _submit(self, pool: ThreadPoolExecutor, bounds: _Bounds) -> dict[str, Future[By]]:
-        lo, hi = bounds
-        span = round(hi - lo)
-        cpu = queries.cpu_stats(self.ns, span=span, step=self.step, rate_window=self.rate,
-                                quantiles=self.settings.strategy.quantile_grid(),
-                                recorded=self.settings.cpu_rate_metric)
-        memory = queries.memory_stats(self.ns, span=span, latest=max(300, 2 * self.step))
-        return {name: pool.submit(self._reduced, query, hi)
-                for name, query in (("memory", memory), ("cpu", cpu))}
-
-    def _collect(
-        self, pool: ThreadPoolExecutor, bounds: _Bounds, futures: dict[str, Future[By]]
-    ) -> SliceRecords:
-        """The records of `bounds`; a slice Prometheus refuses (too many samples, timeout) is halved."""
-        waited = time.monotonic()
-        while not_done := [name for name, future in futures.items() if not future.done()]:
-            wait([futures[name] for name in not_done], timeout=_HEARTBEAT)
-            if still := [name for name in not_done if not futures[name].done()]:
-                self.progress(f"  still reading {', '.join(still)} ({time.monotonic() - waited:.0f}s)")
-        lo, hi = bounds
-        try:
-            answers = {name: future.result() for name, future in futures.items()}
-        except TooManySamplesError:
-            span = round(hi - lo)
-            if span <= _MIN_SLICE:
-                raise
-            refused = queries.promql_duration(span)
-            self.progress(f"  Prometheus refused {refused} at once: splitting it in two")
-            middle = lo + (span // 2 // self.step) * self.step
-            first = self._collect(pool, (lo, middle), self._submit(pool, (lo, middle)))
-            first.extend(self._collect(pool, (middle, hi), self._submit(pool, (middle, hi))))
-            return first
-        return records(bounds, answers["memory"], answers["cpu"], grid=self.settings.strategy.quantile_grid())
-
-    def passes(
-        self, pool: ThreadPoolExecutor, *, recent: float, on_recent: Callable[[SliceRecords], None]
-    ) -> SliceRecords:
-        """Every slice of the window: from the checkpoint when it has it, else asked.
-
-        Newest first: once the slices back to `recent` are in, `on_recent` gets their records (the
-        start-up reads need no more), while the older slices are still being asked.
-        """
-        lo, hi = self.end - self.window, self.end
-        if self.checkpoint is not None:
-            unit = self.checkpoint.grid_unit(DAY // per_day(self.slices, window=self.window))
-            grid = aligned_cut(lo, hi, unit=unit, step=self.step)[::-1]
-        else:
-            unit, grid = 0, even_cut(lo, hi, pieces=self.slices, step=self.step)[::-1]
-        kept = {b: found for b in grid if self.checkpoint and (found := self.checkpoint.take(b)) is not None}
-        asked = [b for b in grid if b not in kept]
-        # The next slice is asked as soon as one query of the current one is answered: Prometheus
-        # keeps both cores busy, and at most two slices' answers are held at once (memory).
-        futures = {b: self._submit(pool, b) for b in asked[:1]}
-        width = len(self.settings.strategy.quantile_grid())
-        out = SliceRecords(width)
-        recent_at: float | None = recent
-        for i, bounds in enumerate(grid):
-            if bounds in kept:
-                out.extend(kept[bounds])
-            else:
-                current = futures.pop(bounds)
-                if (following := asked.index(bounds) + 1) < len(asked):
-                    wait(current.values(), return_when=FIRST_COMPLETED)
-                    futures[asked[following]] = self._submit(pool, asked[following])
-                found = self._collect(pool, bounds, current)
-                if self.checkpoint is not None:
-                    self.checkpoint.keep(bounds, found, unit=unit, end=self.end)
-                out.extend(found)
-                self.progress(f"  slice {i + 1}/{len(grid)}: {len(found)} series")
-            if recent_at is not None and bounds[0] <= recent_at:
-                recent_copy = SliceRecords(width)  # `out` grows on while the reader runs
-                recent_copy.extend(out)
-                on_recent(recent_copy)
-                recent_at = None
-        where = f", {len(kept)} from the checkpoint" if kept else ""
-        self.progress(f"  {len(out)} series values from {len(grid)} slice(s){where}")
-        return out
 
 
 def _seen_without_start(
@@ -236,7 +142,8 @@ def _seen_without_start(
 def _fetch_short_series(
     prom: Prometheus, settings: BuildSettings, stats: StatsBySeries, *, end: float
 ) -> None:
-    """Replace the quantile summaries of short series by all their values (one query per 500 Pods)."""
+    """Replace the quantile summaries of short series by all their values (one range query per 500
+    Pods, or fewer: as many as keep its points under the build's sample budget)."""
     sizes = {sid: stats.samples(sid) for sid in stats}
     short, budget = [], settings.raw_budget
     for sid in sorted(sizes, key=lambda sid: (sizes[sid], sid)):
@@ -244,10 +151,8 @@ def _fetch_short_series(
             break
         short.append(sid)
         budget -= sizes[sid]
-    pods = sorted({(sid[0], sid[1]) for sid in short})
     values: dict[SeriesId, list[float]] = defaultdict(list)
-    for lo in range(0, len(pods), 500):
-        chunk = pods[lo : lo + 500]
+    for chunk in _chunks(short, sizes, budget=settings.max_samples, pods=500):
         query = queries.cpu_values(
             sorted({ns for ns, _ in chunk}) or settings.namespaces,
             [pod for _, pod in chunk],
@@ -273,6 +178,24 @@ def _fetch_short_series(
                     cpu_values=tuple(values[sid]),
                 )
             ]
+
+
+def _chunks(
+    short: list[SeriesId], sizes: dict[SeriesId, int], *, budget: int, pods: int
+) -> list[list[tuple[str, str]]]:
+    """The Pods of `short` in groups of at most `pods` whose samples add up to at most `budget`."""
+    per_pod: dict[tuple[str, str], int] = defaultdict(int)
+    for sid in short:
+        per_pod[sid[:2]] += sizes[sid]
+    out: list[list[tuple[str, str]]] = []
+    used = 0
+    for pod in sorted(per_pod):
+        if not out or len(out[-1]) >= pods or used + per_pod[pod] > budget:
+            out.append([])
+            used = 0
+        out[-1].append(pod)
+        used += per_pod[pod]
+    return out
 
 
 _Start = tuple[SeriesId, float]  # a container series and one time it started
@@ -314,7 +237,8 @@ def _startups(
         if at is not None and since <= at <= end
     })
     out: dict[SeriesId, list[list[tuple[float, float]]]] = defaultdict(list)
-    for group in _startup_groups(starts, window=limit, step=step, budget=500_000, pods=500):
+    for group in _startup_groups(starts, window=limit, step=step,
+                                  budget=min(500_000, settings.max_samples), pods=500):
         first, last = group[0][1], group[-1][1]
         lo = end - (end - first) // step * step  # on the grid of the window's end, as the passes are
         query = queries.cpu_values(
@@ -335,6 +259,53 @@ def _startups(
     return out
 
 
+def _planned_passes(
+    prom: Prometheus,
+    settings: BuildSettings,
+    *,
+    live: dict[str, float],
+    interval: float,
+    end: float,
+    progress: Progress,
+    checkpoint: Checkpoint | None,
+    meter: Meter | None,
+) -> Passes:
+    """The big passes' time slices and shards, from the live series of each namespace."""
+    window, step = queries.duration(settings.window), queries.duration(settings.step)
+    total = sum(live.values())
+    slices = settings.slices or auto_slices(series=total, window=window, interval=interval,
+                                            samples_per_query=settings.samples_per_query)
+    span = window / slices
+    resolution = min(step, interval)  # a CPU subquery has a point per step, a memory pass per sample
+    known: list[str] = list(settings.namespaces)
+
+    def namespaces() -> list[str]:
+        """Every namespace with history in the window (an index lookup, asked when first needed)."""
+        if not known:
+            selector = queries.selector(queries.MEMORY_METRIC)
+            known.extend(prom.label_values("namespace", match=selector, start=end - window, end=end))
+        return known
+
+    shards = [Shard()]
+    if estimate(total, span=span, resolution=resolution) > settings.max_samples:
+        counts = dict.fromkeys(namespaces(), 0.0) | live
+        shards = plan(counts, span=span, resolution=resolution, budget=settings.max_samples)
+    sharded = f" x {len(shards)} shards of <= {settings.max_samples:,} samples" if len(shards) > 1 else ""
+    progress(f"  {total:.0f} live series every {interval:g}s: the big passes in {slices} slice(s)"
+             + (" or more, on whole days" if checkpoint else "") + sharded)
+    planned = dataclasses.replace(settings, slices=slices)
+    return Passes(prom, settings=planned, end=end, shards=shards, namespaces=namespaces,
+                  progress=progress, checkpoint=checkpoint, meter=meter)
+
+
+def _totals_pieces(settings: BuildSettings, live: dict[str, float], *, interval: float) -> int:
+    """Time pieces that keep the totals' query under the budget (a peak of peaks is exact)."""
+    window = queries.duration(settings.window)
+    resolution = min(max(queries.duration(settings.step), STEP), interval)
+    cost = 2 * estimate(sum(live.values()), span=window, resolution=resolution)  # cpu and memory
+    return max(1, min(-(-int(cost) // settings.max_samples), window // 3600))
+
+
 def build_profiles(
     prom: Prometheus,
     settings: BuildSettings,
@@ -342,8 +313,11 @@ def build_profiles(
     end: float | None = None,
     progress: Progress = _noop,
     checkpoint: Checkpoint | None = None,
+    meter: Meter | None = None,
 ) -> BuildResult:
     """Read the window from Prometheus and return a complete document; raises PrometheusError.
+
+    Namespaces the big passes could not read are left out of the document and named in `unread`.
 
     With a `checkpoint` (for `settings.checkpoint_key(prom.url)`), the slices it holds are not asked
     again and the whole slices this build asks are added to it, unless Prometheus sent warnings;
@@ -354,41 +328,43 @@ def build_profiles(
     # Worked on as a copy and handed back only if no answer came with warnings: partial answers
     # are never kept, whoever keeps the checkpoint (the command's file, `serve`'s memory).
     working = checkpoint.copy() if checkpoint is not None else None
-    collector = _Collector(prom, settings, end=end, progress=progress, checkpoint=working)
-    window, ns = collector.window, settings.namespaces
+    window, ns = queries.duration(settings.window), settings.namespaces
+    step = queries.duration(settings.step)
     scope = ", ".join(ns) if ns else "all namespaces"
     progress(f"reading {settings.window} of history from {prom.url} ({scope})")
     if checkpoint is not None and checkpoint.note:
         progress(f"  {checkpoint.note}")
     lookback = min(window, queries.duration(settings.startup_lookback))
     notes: list[str] = []
-    with ThreadPoolExecutor(max_workers=max(2, settings.concurrency)) as pool:
+    prom.bound(settings.concurrency)
+    with ThreadPoolExecutor(max_workers=max(4, settings.concurrency)) as pool:
         # The small queries go first, then the two big passes, then what the passes point to.
         owners_f = pool.submit(prom.instant, queries.owners_query(ns, span=window), at=end)
         oom_f = pool.submit(prom.instant, queries.oom_kills(ns, span=window), at=end)
         requests_f = pool.submit(prom.instant, queries.requests_query(ns, span=window), at=end)
         # The scrape interval and the live series size the big passes (and the rate window every CPU
         # query uses): asked first, it is one small query.
-        sizes = {s.labels.get("stat"): s.value for s in prom.instant(queries.scrape_interval(ns), at=end)}
-        per_hour, live = sizes.get("per_hour", 0.0), sizes.get("series", 0.0)
-        interval = 3600 / per_hour if per_hour > 0 else float(collector.step)
+        per_hour, live = 0.0, {}
+        for sample in prom.instant(queries.scrape_interval(ns), at=end):
+            if sample.labels.get("stat") == "per_hour":
+                per_hour = sample.value
+            elif sample.labels.get("stat") == "series":
+                live[sample.labels.get("namespace", "")] = sample.value
+        interval = 3600 / per_hour if per_hour > 0 else float(step)
+        rate = queries.duration(settings.rate_window)
         if not settings.cpu_rate_metric:
-            collector.rate, raised = queries.safe_rate_window(collector.rate, interval=interval)
+            rate, raised = queries.safe_rate_window(rate, interval=interval)
             if raised:
                 notes.append(raised)
                 progress(f"  warning: {raised}")
-                settings = dataclasses.replace(settings, rate_window=queries.promql_duration(collector.rate))
-        totals_f = pool.submit(fetch_totals, prom, namespaces=ns, window=window, step=collector.step,
-                               rate_window=collector.rate, end=end, recorded=settings.cpu_rate_metric,
-                               progress=progress)
-        if not settings.slices:
-            collector.slices = auto_slices(series=live, window=window, interval=interval,
-                                           samples_per_query=settings.samples_per_query)
-            progress(f"  {live:.0f} live series every {interval:g}s: the big passes in "
-                     f"{collector.slices} slice(s)" + (" or more, on whole days" if checkpoint else ""))
+                settings = dataclasses.replace(settings, rate_window=queries.promql_duration(rate))
+        totals_f = pool.submit(fetch_totals, prom, namespaces=ns, window=window, step=step,
+                               rate_window=rate, end=end, recorded=settings.cpu_rate_metric,
+                               progress=progress, pieces=_totals_pieces(settings, live, interval=interval))
+        passes = _planned_passes(prom, settings, live=live, interval=interval, end=end, progress=progress,
+                                 checkpoint=working, meter=meter)
         reading: list[Future[dict[SeriesId, list[list[tuple[float, float]]]]]] = []
-        found = collector.passes(
-            pool,
+        found = passes.read(
             recent=end - lookback,
             on_recent=lambda recent: reading.append(
                 pool.submit(_startups, prom, settings, recent, since=end - lookback, end=end)
@@ -436,15 +412,17 @@ def build_profiles(
             current[key][container] = requests[latest]
     attach_totals(containers, totals_f.result(), owners=owners, series=stats)
     drawn = summarize(
-        prom, namespaces=ns, rate_window=collector.rate, recorded=settings.cpu_rate_metric, owners=owners,
+        prom, namespaces=ns, rate_window=rate, recorded=settings.cpu_rate_metric, owners=owners,
         end=end, days=settings.summary_days, progress=progress,
     ) if settings.summary_days > 0 else {}
+    unread = _unread_namespaces(passes)
     workloads = {
         key: WorkloadEntry(
             dict(profiles), dict(current.get(key, {})),
             {name: found for name, found in drawn.get(key, {}).items() if name in profiles},
         )
         for key, profiles in containers.items()
+        if key.namespace not in unread
     }
     stamp = time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime(end))
     partial = " (PARTIAL: Prometheus sent warnings)" if prom.warnings else ""
@@ -468,7 +446,24 @@ def build_profiles(
         series=len(stats),
         reused_slices=working.reused if working is not None else 0,
         notes=tuple(notes),
+        unread=tuple(sorted(unread.items())),
+        samples_read=prom.samples_read,
+        peak_samples=prom.peak_samples,
+        refusals=passes.refusals,
     )
+
+
+def _unread_namespaces(passes: Passes) -> dict[str, str]:
+    """Each namespace some piece of the passes could not read, with the first reason; raises when
+    that is every namespace of the scope (the build read nothing it could write)."""
+    out: dict[str, str] = {}
+    for piece in passes.unread:
+        for namespace in piece.shard.namespaces or passes.namespaces():
+            out.setdefault(namespace, piece.reason)
+    if out and set(out) >= set(passes.namespaces()):
+        first = next(iter(out.values()))
+        raise PrometheusError(f"the big passes could not be read for any namespace of the scope: {first}")
+    return out
 
 
 class IncrementalBuild:

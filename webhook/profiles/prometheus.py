@@ -7,6 +7,7 @@ is kept and reported by the caller rather than silently treated as complete.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections.abc import Iterator, Mapping
@@ -18,7 +19,7 @@ import orjson
 
 from webhook.profiles.queries import scoped
 
-__all__ = ["Prometheus", "PrometheusError", "Sample", "Series", "TooManySamplesError"]
+__all__ = ["OverloadedError", "Prometheus", "PrometheusError", "Sample", "Series", "TooManySamplesError"]
 
 _MAX_POINTS = 11_000  # Prometheus refuses range queries with more points per series than this
 
@@ -28,8 +29,17 @@ class PrometheusError(RuntimeError):
 
 
 class TooManySamplesError(PrometheusError):
-    """The query would load more samples than `--query.max-samples`, or ran out of `--query.timeout`:
-    the same question over a shorter time span may succeed, so callers split it and ask again."""
+    """The query would load more samples than `--query.max-samples`, ran out of `--query.timeout`, or
+    hit a backend's own per-query limit (HTTP 422, as Prometheus, Thanos and Mimir answer them): the
+    same question over fewer series or a shorter span may succeed, so callers split it and ask again."""
+
+
+class OverloadedError(PrometheusError):
+    """No answer in time, or HTTP 429/5xx: the server (or a proxy before it) is busy or failing.
+    The big passes ask again after a pause, in smaller pieces; the small queries do not."""
+
+
+_OVERLOADED = {429, 500, 502, 503, 504}
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,34 +64,51 @@ class Prometheus:
     queries: int = 0
     warnings: list[str] = field(default_factory=list)
     selector: str = ""  # label matchers added to every query (`cluster="prod-eu"`), see queries.scoped
+    samples_read: int = 0  # samples the queries touched, as Prometheus counts them (`stats=all`)
+    peak_samples: int = 0  # the most samples one query held at once (what --query.max-samples limits)
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()  # builds run several queries at once
+        self._in_flight: threading.BoundedSemaphore | None = None
         self.url = self.url.rstrip("/")
         if self.client is None:
             self.client = httpx.Client(timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)))
+
+    def bound(self, queries: int) -> None:
+        """At most `queries` requests in flight at once from every thread of this client (0: no bound):
+        what a build costs Prometheus at a time is this many queries' samples, whatever the fleet."""
+        self._in_flight = threading.BoundedSemaphore(queries) if queries > 0 else None
 
     def close(self) -> None:
         if self.client is not None:
             self.client.close()
 
-    def _call(self, endpoint: str, params: dict[str, str]) -> Any:
+    def _call(self, endpoint: str, params: dict[str, str], *, listing: bool = False) -> Any:
         assert self.client is not None
         with self._lock:
             self.queries += 1
         where = f"{self.url}{endpoint}"
         if self.selector and "query" in params:
             params = {**params, "query": scoped(params["query"], self.selector)}
+        if listing:  # the label values endpoint answers GET only
+            request = functools.partial(self.client.get, where, params=params)
+        else:
+            request = functools.partial(self.client.post, where, data={**params, "stats": "all"})
         try:
-            response = self.client.post(where, data=params)
+            if self._in_flight is None:
+                response = request()
+            else:
+                with self._in_flight:
+                    response = request()
         except httpx.TimeoutException:
-            raise PrometheusError(f"Prometheus at {self.url}: no answer within {self.timeout:g}s") from None
+            raise OverloadedError(f"Prometheus at {self.url}: no answer within {self.timeout:g}s") from None
         except httpx.HTTPError as exc:
             raise PrometheusError(f"cannot reach Prometheus at {self.url}: {exc}") from None
         try:
             body = orjson.loads(response.content)  # large answers: faster and leaner than json
         except orjson.JSONDecodeError:
-            raise PrometheusError(
+            error = OverloadedError if response.status_code in _OVERLOADED else PrometheusError
+            raise error(
                 f"Prometheus at {self.url}: HTTP {response.status_code}, not a Prometheus API answer: "
                 f"{response.text[:200]!r}"
             ) from None
@@ -89,15 +116,37 @@ class Prometheus:
             kind = body.get("errorType", "error") if isinstance(body, dict) else "error"
             message = body.get("error", "no error message") if isinstance(body, dict) else str(body)[:200]
             text = f"Prometheus at {self.url}: HTTP {response.status_code}, {kind}: {message}"
-            if "too many samples" in str(message) or kind == "timeout":
+            if "too many samples" in str(message) or kind == "timeout" or response.status_code == 422:
                 raise TooManySamplesError(text)
+            if response.status_code in _OVERLOADED:
+                raise OverloadedError(text)
             raise PrometheusError(text)
+        data = body.get("data")
+        if listing and isinstance(data, list):
+            # A listing's warnings (a remote-read backend that cannot list labels) leave no answer partial.
+            return data
         with self._lock:
             self.warnings += [f"{endpoint}: {warning}" for warning in body.get("warnings") or ()]
-        data = body.get("data")
         if not isinstance(data, dict) or "result" not in data:
             raise PrometheusError(f"Prometheus at {self.url}: answer without data.result")
+        self._count(data.get("stats"))
         return data
+
+    def _count(self, stats: Any) -> None:
+        samples = stats.get("samples") if isinstance(stats, dict) else None
+        if not isinstance(samples, dict):
+            return
+        touched, peak = samples.get("totalQueryableSamples"), samples.get("peakSamples")
+        with self._lock:
+            self.samples_read += touched if isinstance(touched, int) else 0
+            self.peak_samples = max(self.peak_samples, peak if isinstance(peak, int) else 0)
+
+    def label_values(self, label: str, *, match: str, start: float, end: float) -> list[str]:
+        """The values `label` takes on the series `match` selects in [start, end]: an index lookup,
+        no sample is read (what a build's plan lists the namespaces of its scope with)."""
+        params = {"match[]": scoped(match, self.selector), "start": f"{start:.3f}", "end": f"{end:.3f}"}
+        values = self._call(f"/api/v1/label/{label}/values", params, listing=True)
+        return sorted(str(value) for value in values)
 
     def instant(self, query: str, *, at: float) -> list[Sample]:
         """An instant query evaluated at `at`; NaN values (empty quantiles) are dropped."""

@@ -75,16 +75,22 @@ def _quote(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def selector(metric: str, namespaces: Sequence[str] = (), *, containers: bool = True, **extra: str) -> str:
+def selector(
+    metric: str, namespaces: Sequence[str] = (), *, containers: bool = True, pod_pattern: str | None = None,
+    **extra: str,
+) -> str:
     """`metric{container!="",container!="POD",namespace=~"a|b"}`; no namespaces means all of them.
 
     `namespace` values are matched literally (regex-escaped); Prometheus anchors the regex.
+    `pod_pattern`: only the Pods whose name it matches (a shard, `webhook.profiles.shards`).
     """
     matchers = ['container!=""', 'container!="POD"'] if containers else []
     if len(namespaces) == 1:  # an equality matcher is cheaper and lets remote-read required_matchers apply
         matchers.append(f"namespace={_quote(namespaces[0])}")
     elif namespaces:
         matchers.append(f"namespace=~{_quote('|'.join(re.escape(ns) for ns in sorted(namespaces)))}")
+    if pod_pattern is not None:
+        matchers.append(f"pod=~{_quote(pod_pattern)}")
     matchers += [f"{key}={_quote(value)}" for key, value in sorted(extra.items())]
     return f"{metric}{{{','.join(matchers)}}}"
 
@@ -99,14 +105,15 @@ def _union(parts: Iterable[str]) -> str:
 
 
 def cpu_usage(
-    namespaces: Sequence[str], *, rate_window: int, recorded: str | None = None, pods: Sequence[str] = ()
+    namespaces: Sequence[str], *, rate_window: int, recorded: str | None = None, pods: Sequence[str] = (),
+    pod_pattern: str | None = None,
 ) -> str:
     """CPU cores per container: `rate()` over the cadvisor counter, or a recorded rate when one exists.
 
     kube-prometheus records `node_namespace_pod_container:container_cpu_usage_seconds_total:sum_irate`;
     reading such a gauge is a pass over raw samples instead of a `rate()` at every step.
     """
-    series = selector(recorded or CPU_METRIC, namespaces)
+    series = selector(recorded or CPU_METRIC, namespaces, pod_pattern=pod_pattern)
     if pods:
         series = series[:-1] + f",pod=~{_quote('|'.join(re.escape(p) for p in pods))}}}"
     return series if recorded else f"rate({series}[{promql_duration(rate_window)}])"
@@ -120,13 +127,14 @@ def cpu_stats(
     rate_window: int,
     quantiles: Sequence[float],
     recorded: str | None = None,
+    pod_pattern: str | None = None,
 ) -> str:
     """Per container: the given quantiles (1.0 = max) of its CPU usage over `span`.
 
     `by (namespace, pod, container)` keeps only the labels a build reads (cadvisor adds long `id`,
     `image`, `name` ones) and folds duplicates (a restart's new cgroup) into the higher value.
     """
-    usage = cpu_usage(namespaces, rate_window=rate_window, recorded=recorded)
+    usage = cpu_usage(namespaces, rate_window=rate_window, recorded=recorded, pod_pattern=pod_pattern)
     # A recorded gauge is read as it is; a rate needs a subquery at the usage resolution.
     sub = f"[{promql_duration(span)}]" if recorded else f"[{promql_duration(span)}:{promql_duration(step)}]"
     parts = [
@@ -148,7 +156,9 @@ def cpu_values(
     return cpu_usage(namespaces, rate_window=rate_window, recorded=recorded, pods=pods)
 
 
-def memory_stats(namespaces: Sequence[str], *, span: int, latest: int = 300) -> str:
+def memory_stats(
+    namespaces: Sequence[str], *, span: int, latest: int = 300, pod_pattern: str | None = None
+) -> str:
     """Per container series: peak working set, sample count, first and latest container start.
 
     Only range functions over raw samples (one cheap pass each); a series' life is then its start
@@ -158,7 +168,8 @@ def memory_stats(namespaces: Sequence[str], *, span: int, latest: int = 300) -> 
     only, which costs next to nothing.
     """
     window = promql_duration(span)
-    memory, start = selector(MEMORY_METRIC, namespaces), selector(START_METRIC, namespaces)
+    memory = selector(MEMORY_METRIC, namespaces, pod_pattern=pod_pattern)
+    start = selector(START_METRIC, namespaces, pod_pattern=pod_pattern)
     return _union(
         [
             stat_label(f"max by ({_BY}) (max_over_time({memory}[{window}]))", "max"),
@@ -208,10 +219,12 @@ def coverage(namespaces: Sequence[str], *, span: int, coverage_step: int) -> str
 
 def scrape_interval(namespaces: Sequence[str]) -> str:
     """Over the last hour: median samples per live memory series (`stat="per_hour"`: 3600 / this is the
-    scrape interval) and how many series there are (`stat="series"`): what sizes the big queries."""
+    scrape interval) and how many series each namespace has (`stat="series"`): what sizes the big
+    queries and plans their shards."""
     per_series = f"count_over_time({selector(MEMORY_METRIC, namespaces)}[1h])"
     return _union(
-        [stat_label(f"quantile(0.5, {per_series})", "per_hour"), stat_label(f"count({per_series})", "series")]
+        [stat_label(f"quantile(0.5, {per_series})", "per_hour"),
+         stat_label(f"count by (namespace) ({per_series})", "series")]
     )
 
 

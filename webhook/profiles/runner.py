@@ -17,10 +17,11 @@ from webhook.core.profile import Recommendation
 from webhook.profiles import checkpoint
 from webhook.profiles.build import BuildResult, BuildSettings, build_profiles
 from webhook.profiles.connection import PrometheusConnection
+from webhook.profiles.passes import Meter
 from webhook.profiles.preflight import check_connection
 from webhook.profiles.prometheus import PrometheusError
 from webhook.profiles.queries import duration
-from webhook.profiles.shrink import guard_shrink
+from webhook.profiles.shrink import guard_shrink, keep_unread
 from webhook.profiles.store import FileStore, ProfileDocument, ProfileStore, StoreError
 from webhook.profiles.trail import TrailingStore
 
@@ -66,6 +67,7 @@ def build_once(
     store: ProfileStore,
     *,
     progress: Callable[[str], None] = _noop,
+    meter: Meter | None = None,
 ) -> BuildResult:
     """One build into `store`; raises PrometheusError/StoreError and refuses partial data unless allowed."""
     connection = run.connection
@@ -80,7 +82,7 @@ def build_once(
     where = run.checkpoint_path
     kept = checkpoint.load(where, key=settings.checkpoint_key(connection.identity)) if where else None
     try:
-        result = build_profiles(prom, settings, end=run.end, progress=progress, checkpoint=kept)
+        result = build_profiles(prom, settings, end=run.end, progress=progress, checkpoint=kept, meter=meter)
     finally:
         prom.close()
     if kept is not None and where is not None and not result.warnings:  # else unchanged: no rewrite
@@ -98,12 +100,27 @@ def build_once(
             f"Prometheus reported partial data ({len(result.warnings)} warning(s)); the store was not "
             "changed (pass --allow-partial to write anyway)"
         )
+    if result.unread:
+        result = _keep_unread(result, store)
     if not run.allow_shrink:
         result = _keep_what_would_be_lost(
             result, store, max_share=run.max_shrink, namespaces=settings.namespaces
         )
     store.write(result.document, scope=settings.namespaces or None)
     return result
+
+
+def _keep_unread(result: BuildResult, store: ProfileStore) -> BuildResult:
+    """The result with the previous profiles of the namespaces Prometheus could not answer for."""
+    old = store.read()
+    unread = dict(result.unread)
+    kept = sum(key.namespace in unread for key in old.workloads)
+    print(f"warning: {len(unread)} namespace(s) could not be read from Prometheus after splitting and "
+          f"retrying; their {kept} workload(s) keep the previous profiles:", file=sys.stderr)
+    for namespace, reason in sorted(unread.items()):
+        print(f"warning:   {namespace}: {reason}", file=sys.stderr)
+    document = keep_unread(old, result.document, namespaces=unread)
+    return dataclasses.replace(result, document=document)
 
 
 def _keep_what_would_be_lost(

@@ -17,7 +17,7 @@ from webhook.core.profile import NoRecommendation, Recommendation
 from webhook.core.workload import WorkloadKey
 from webhook.profiles.store import ProfileDocument, WorkloadEntry
 
-__all__ = ["Shrink", "guard_shrink"]
+__all__ = ["Shrink", "guard_shrink", "keep_unread"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,3 +59,14 @@ def guard_shrink(
         entry = back.get(key) or WorkloadEntry(containers={})
         back[key] = dataclasses.replace(entry, containers={**entry.containers, container: profile})
     return Shrink(dataclasses.replace(new, workloads=back), said, share, kept=True)
+
+
+def keep_unread(old: ProfileDocument, new: ProfileDocument, *, namespaces: Iterable[str]) -> ProfileDocument:
+    """`new` with the previous entries of the namespaces the build could not read (it has none of its
+    own for them): a failed read is never written as "no data"."""
+    unread = set(namespaces)
+    if not unread:
+        return new
+    workloads = {key: entry for key, entry in new.workloads.items() if key.namespace not in unread}
+    workloads |= {key: entry for key, entry in old.workloads.items() if key.namespace in unread}
+    return dataclasses.replace(new, workloads=workloads)

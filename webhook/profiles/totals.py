@@ -11,6 +11,7 @@ exactly the keys the profiles use. A group whose Pods belong to several workload
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, MutableMapping
@@ -50,9 +51,11 @@ def fetch_totals(
     end: float,
     recorded: str | None = None,
     progress: Callable[[str], None] = lambda _: None,
+    pieces: int = 1,
 ) -> Peaks:
-    """The peak totals over the window; empty (and said) if Prometheus cannot answer: they only add a
-    warning at admission, so a build never fails for them."""
+    """The peak totals over the window, asked in `pieces` time slices (the peak of their peaks is the
+    window's); empty (and said) if Prometheus cannot answer: they only add a warning at admission, so
+    a build never fails for them."""
     step = max(step, STEP)
     peaks: Peaks = defaultdict(dict)
 
@@ -78,8 +81,12 @@ def fetch_totals(
             if key[0] and key[2] and stat in ("cpu", "memory"):
                 peaks[key][stat] = max(peaks[key].get(stat, 0.0), sample.value)
 
+    width = max(step, window // max(1, pieces) // step * step)
+    bounds = [end - window + i * width for i in range(max(1, pieces))] + [end]
     try:
-        ask(end - window, end)
+        for lo, hi in itertools.pairwise(bounds):
+            if hi > lo:
+                ask(lo, hi)
     except PrometheusError as exc:
         progress(f"  workload totals not read ({exc}); the HPA headroom check has no data this build")
         return {}

@@ -169,6 +169,9 @@ def profile_refresher(settings: Settings) -> ProfileRefresher:
             result = incremental()
             if result.warnings:
                 raise PrometheusError(f"partial data, not stored: {result.warnings[0]}")
+            if result.unread:  # the last profiles stay: a namespace not read is not a namespace without data
+                names = ", ".join(namespace for namespace, _ in result.unread)
+                raise PrometheusError(f"namespaces not read, not stored: {names}: {result.unread[0][1]}")
             return result.document
 
     return ProfileRefresher(

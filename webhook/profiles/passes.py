@@ -1,0 +1,202 @@
+"""The two big passes of a build (CPU quantiles; memory peaks, counts and start times), slice by
+slice in time and shard by shard in series, each query under the build's sample budget.
+
+What Prometheus holds in memory for a query is about the samples it touches, so a build costs it at
+most `concurrency` queries of at most `max_samples` each, whatever the fleet's size. The plan comes
+from a cheap count (`webhook.profiles.shards.plan`); a query refused anyway (the backend's own limit,
+HTTP 422, a timeout) is split again: namespaces, then Pod-name classes, then time. A server that is
+busy or failing (429, 5xx, no answer) is asked again after a pause, in smaller pieces, a few times;
+what still cannot be read is listed as unread (never recorded as "no data"), and the build keeps the
+previous profiles of those namespaces.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from webhook.profiles import queries
+from webhook.profiles.checkpoint import Checkpoint
+from webhook.profiles.prometheus import OverloadedError, Prometheus, TooManySamplesError
+from webhook.profiles.shards import Shard
+from webhook.profiles.slices import DAY, By, SeriesId, SliceRecords, aligned_cut, by_series, even_cut, per_day
+from webhook.profiles.slices import records as joined
+
+if TYPE_CHECKING:
+    from webhook.profiles.build import BuildSettings
+
+__all__ = ["Meter", "Passes", "Unread"]
+
+Bounds = tuple[float, float]
+Meter = Callable[[int, int, int], None]  # units done, units planned, samples read so far
+_MIN_SLICE = 3600
+_RETRIES = 3  # a busy or failing server: asked again this many times, after 1, 2, 4 s (`backoff`)
+# Splits one planned piece may take: what a backend refuses at 1/64 of the plan is not about size.
+_SPLITS = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Unread:
+    """A piece of a pass that could not be read, and why."""
+
+    shard: Shard
+    bounds: Bounds
+    reason: str
+
+
+class Passes:
+    """Reads the passes of one build; `unread` lists what failed after every split and retry."""
+
+    def __init__(
+        self,
+        prom: Prometheus,
+        *,
+        settings: BuildSettings,
+        end: float,
+        shards: Sequence[Shard],
+        namespaces: Callable[[], Sequence[str]],
+        progress: Callable[[str], None],
+        checkpoint: Checkpoint | None,
+        meter: Meter | None = None,
+    ) -> None:
+        self.prom, self.settings, self.end, self.progress = prom, settings, end, progress
+        self.window = queries.duration(settings.window)
+        self.step = queries.duration(settings.step)
+        self.rate = queries.duration(settings.rate_window)
+        self.slices = max(1, settings.slices)
+        self.shards = list(shards)
+        self.namespaces = namespaces  # every namespace of the scope: to split a shard over all of them
+        self.checkpoint, self.meter, self.backoff = checkpoint, meter, settings.retry_pause
+        self.unread: list[Unread] = []
+        self.refusals = 0
+        self._ids: dict[SeriesId, SeriesId] = {}
+        self._done = self._planned = 0
+
+    def _reduced(self, query: str, at: float) -> By:
+        return by_series(self.prom.instant(query, at=at), interned=self._ids)
+
+    def _ask(self, bounds: Bounds, shard: Shard) -> SliceRecords:
+        """One shard of one slice: its memory and its CPU answer, joined per series."""
+        lo, hi = bounds
+        span, pattern = round(hi - lo), shard.pod_pattern()
+        ns = shard.namespaces or self.settings.namespaces
+        grid = self.settings.strategy.quantile_grid()
+        memory = queries.memory_stats(ns, span=span, latest=max(300, 2 * self.step), pod_pattern=pattern)
+        cpu = queries.cpu_stats(ns, span=span, step=self.step, rate_window=self.rate, quantiles=grid,
+                                recorded=self.settings.cpu_rate_metric, pod_pattern=pattern)
+        return joined(bounds, self._reduced(memory, hi), self._reduced(cpu, hi), grid=grid)
+
+    def _read(
+        self, bounds: Bounds, shard: Shard, *, attempt: int = 0, splits: list[int] | None = None
+    ) -> SliceRecords:
+        """`_ask`, split and asked again while Prometheus refuses or fails; [] and `unread` at the end.
+
+        `splits`: what is left of the planned piece's allowance, shared by all its pieces."""
+        splits = [_SPLITS] if splits is None else splits
+        try:
+            return self._ask(bounds, shard)
+        except TooManySamplesError as exc:
+            pieces, reason, pause = self._smaller(bounds, shard), str(exc), 0.0
+            said = f"Prometheus refused {self._name(bounds, shard)} ({_short(reason)}): split-on-refusal"
+        except OverloadedError as exc:
+            reason, pause = str(exc), self.backoff * 2**attempt
+            pieces = (self._smaller(bounds, shard) or [(bounds, shard)]) if attempt < _RETRIES else []
+            said = f"{self._name(bounds, shard)}: {_short(reason)}; after {pause:g}s"
+        if pieces and splits[0] <= 0:
+            pieces, reason = [], f"still refused after {_SPLITS} splits: {reason}"
+        if not pieces:
+            self.unread.append(Unread(shard, bounds, reason))
+            self.progress(f"  NOT READ: {self._name(bounds, shard)}: {_short(reason)}")
+            return SliceRecords(len(self.settings.strategy.quantile_grid()))
+        self.refusals += 1
+        self.progress(f"  {said} asks it again in {len(pieces)} piece(s)")
+        splits[0] -= 1
+        time.sleep(pause)
+        out = SliceRecords(len(self.settings.strategy.quantile_grid()))
+        for piece_bounds, piece in pieces:
+            out.extend(self._read(piece_bounds, piece, attempt=attempt + (pause > 0), splits=splits))
+        return out
+
+    def _smaller(self, bounds: Bounds, shard: Shard) -> list[tuple[Bounds, Shard]]:
+        """The same question in two smaller ones: fewer series first (exactly the same answers per
+        series), a shorter span last (its quantiles are merged, a close approximation); [] at the end."""
+        if children := shard.split(self.namespaces()):
+            return [(bounds, child) for child in children]
+        lo, hi = bounds
+        span = round(hi - lo)
+        if span <= _MIN_SLICE:
+            return []
+        middle = lo + (span // 2 // self.step) * self.step
+        return [((lo, middle), shard), ((middle, hi), shard)]
+
+    def _name(self, bounds: Bounds, shard: Shard) -> str:
+        span = queries.promql_duration(round(bounds[1] - bounds[0]))
+        return f"{span} of {shard.describe()}"
+
+    def _tick(self) -> None:
+        self._done += 1
+        if self.meter is not None:
+            self.meter(self._done, self._planned, self.prom.samples_read)
+
+    def grid(self) -> tuple[int, list[Bounds]]:
+        """The time slices, newest first, and the checkpoint's unit (0 without a checkpoint)."""
+        lo, hi = self.end - self.window, self.end
+        if self.checkpoint is not None:
+            unit = self.checkpoint.grid_unit(DAY // per_day(self.slices, window=self.window))
+            return unit, aligned_cut(lo, hi, unit=unit, step=self.step)[::-1]
+        return 0, even_cut(lo, hi, pieces=self.slices, step=self.step)[::-1]
+
+    def read(self, *, recent: float, on_recent: Callable[[SliceRecords], None]) -> SliceRecords:
+        """Every slice of the window: from the checkpoint when it has it, else asked, shard by shard.
+
+        Newest first: once the slices back to `recent` are in, `on_recent` gets their records (the
+        start-up reads need no more), while the older slices are still being asked. At most
+        `concurrency` pieces are asked at once, and answers are reduced as they arrive.
+        """
+        unit, grid = self.grid()
+        kept = {b: found for b in grid if self.checkpoint and (found := self.checkpoint.take(b)) is not None}
+        asked = [(b, shard) for b in grid if b not in kept for shard in self.shards]
+        self._planned = len(asked)
+        width = len(self.settings.strategy.quantile_grid())
+        out = SliceRecords(width)
+        recent_at: float | None = recent
+        workers = max(1, self.settings.concurrency)
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pass") as pool:
+            pending = iter(asked)
+            flight: deque[Future[SliceRecords]] = deque()
+
+            def top_up() -> None:
+                while len(flight) < workers and (unit_ := next(pending, None)) is not None:
+                    flight.append(pool.submit(self._read, *unit_))
+
+            top_up()
+            for i, bounds in enumerate(grid):
+                if bounds in kept:
+                    out.extend(kept[bounds])
+                else:
+                    found, failed = SliceRecords(width), len(self.unread)
+                    for _ in self.shards:
+                        found.extend(flight.popleft().result())
+                        top_up()
+                        self._tick()
+                    if self.checkpoint is not None and len(self.unread) == failed:
+                        self.checkpoint.keep(bounds, found, unit=unit, end=self.end)
+                    out.extend(found)
+                    self.progress(f"  slice {i + 1}/{len(grid)}: {len(found)} series"
+                                  + (f" from {len(self.shards)} shards" if len(self.shards) > 1 else ""))
+                if recent_at is not None and bounds[0] <= recent_at:
+                    recent_copy = SliceRecords(width)  # `out` grows on while the reader runs
+                    recent_copy.extend(out)
+                    on_recent(recent_copy)
+                    recent_at = None
+        where = f", {len(kept)} from the checkpoint" if kept else ""
+        self.progress(f"  {len(out)} series values from {len(grid)} slice(s){where}")
+        return out
+
+
+def _short(reason: str) -> str:
+    return reason if len(reason) <= 160 else reason[:157] + "..."
