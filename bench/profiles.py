@@ -11,6 +11,8 @@ loaded (O(1): the ratio should be about 1). Targets: build under 60 s, build RSS
     .venv/bin/python bench/profiles.py                       # 2,000 x 3 x 3, 14 days at 5 minutes
     .venv/bin/python bench/profiles.py --resolution 60 --recorded --keep DIR --prepare
     .venv/bin/python bench/profiles.py --resolution 60 --recorded --keep DIR --slices 14
+    .venv/bin/python bench/profiles.py --prometheus-cost --days 2               # what it costs Prometheus
+    .venv/bin/python bench/profiles.py --prometheus-cost --workloads 20000 --hours 6 --plan-sample 0.1
 
 At 1 minute the history is 1.45 G samples (~120 GiB of OpenMetrics, never all on disk at once: each
 day's text is deleted once promtool has turned it into a block); the backfill took 64 min here.
@@ -233,6 +235,23 @@ def lookup_ns(count: int, *, rounds: int = 1_000_000) -> tuple[float, float]:
     return best, load_seconds
 
 
+def _prometheus_cost(args: argparse.Namespace, data: Path, *, window: str, end: str) -> int:
+    import prometheus_cost as cost
+
+    names = [("app", "proxy", "log")[c % 3] + ("" if c < 3 else str(c)) for c in range(args.containers)]
+    containers = [(f"team-{w % 40:02d}", f"svc-{w:04d}", name)
+                  for w in range(args.workloads) for name in names]
+    extra = ["--slices", str(args.slices)] + (["--cpu-rate-metric", RECORDED] if args.recorded else [])
+    costs = [
+        cost.pod_tailor(data, window=window, step=args.resolution, end=end, extra=extra),
+        cost.per_container_plan(data, containers=containers, window=window, step=args.resolution, end=end,
+                                sample=args.plan_sample),
+        cost.decode_floor(data, window=window, end=end),
+    ]
+    cost.report(costs, scale=f"{args.workloads:,} workloads x {args.containers} containers, {window}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -241,6 +260,14 @@ def main() -> int:
     parser.add_argument("--containers", type=int, default=3)
     parser.add_argument("--replicas", type=int, default=3)
     parser.add_argument("--days", type=int, default=14)
+    parser.add_argument("--hours", type=int, default=0, help="a window of this many hours instead of --days")
+    parser.add_argument(
+        "--prometheus-cost", action="store_true",
+        help="measure what the build costs Prometheus (bench/prometheus_cost.py) against the per-container"
+        " plan and the decode floor, each from a fresh Prometheus, instead of the build and next build",
+    )
+    parser.add_argument("--plan-sample", type=float, default=1.0,
+                        help="share of the containers the per-container plan asks (times scaled up) [1]")
     parser.add_argument("--resolution", type=int, default=300, help="seconds between samples [300]")
     parser.add_argument("--keep", type=Path, help="keep (or reuse) the backfilled data here")
     parser.add_argument("--skip-build", action="store_true", help="only the lookup measurement")
@@ -256,14 +283,16 @@ def main() -> int:
     )
     args = parser.parse_args()
     step = args.resolution
+    span = args.hours * 3600 if args.hours else args.days * DAY
+    window = f"{args.hours}h" if args.hours else f"{args.days}d"
     print(f"workloads {args.workloads} x containers {args.containers} x replicas {args.replicas}, "
-          f"{args.days} days at {step}s, Pods replaced every ~2 days, new ReplicaSet every 5 days")
+          f"{window} at {step}s, Pods replaced every ~2 days, new ReplicaSet every 5 days")
     if not args.skip_build:
         root = args.keep or Path(tempfile.mkdtemp(prefix="pod-tailor-bench-"))
         data = root / "data"
         if not (data.exists() and any(data.iterdir())):
             end = (int(time.time()) // step) * step - step
-            start = end - args.days * DAY
+            start = end - span
             started = time.monotonic()
             history = History.build(workloads=args.workloads, containers=args.containers,
                                     replicas=args.replicas, start=start, end=end, step=step,
@@ -277,6 +306,8 @@ def main() -> int:
         else:
             age = (time.time() - float((root / "end").read_text())) / 3600
             print(f"reusing the history in {data}, which ends {age:.1f} h ago")
+        if args.prometheus_cost:
+            return _prometheus_cost(args, data, window=window, end=(root / "end").read_text())
         # No compaction of the one-day blocks during the build (a Prometheus with the default 15-day
         # retention keeps blocks of at most 36 h anyway).
         with PromServer(data, extra_args=("--storage.tsdb.max-block-duration=1d",)) as server:

@@ -72,8 +72,9 @@ class BuildSettings:
     samples_per_query: int = 40_000_000
     # Each query of a slice then touches at most this many samples: split by namespace and by Pod-name
     # classes (`shards`), which leaves every series' answer as it is. Well under every backend's limit
-    # (Prometheus' --query.max-samples is 50 M by default, managed services' lower).
-    max_samples: int = 5_000_000
+    # (Prometheus' --query.max-samples is 50 M by default, managed services' lower), and small enough
+    # that two in flight cost Prometheus about what the per-container queries of other tools cost it.
+    max_samples: int = 1_000_000  # measured: Prometheus grows ~90 bytes a sample of a query in flight
     retry_pause: float = 1.0  # seconds before asking a busy server (429, 5xx, no answer) again; doubled
     namespaces: tuple[str, ...] = ()  # empty: every namespace
     # Series with fewer samples than this (short-lived Pods: Jobs, churn) are fetched whole, so their

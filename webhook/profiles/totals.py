@@ -13,8 +13,10 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
+import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, MutableMapping
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 
 from webhook.core.profile import ContainerProfile, Recommendation, UsageTotals
@@ -58,6 +60,7 @@ def fetch_totals(
     a build never fails for them."""
     step = max(step, STEP)
     peaks: Peaks = defaultdict(dict)
+    lock = threading.Lock()  # pieces are asked two at a time (the client bounds the build's queries)
 
     def ask(lo: float, hi: float) -> None:
         span = round(hi - lo)
@@ -73,20 +76,21 @@ def fetch_totals(
             ask(lo, middle)
             ask(middle, hi)
             return
-        for sample in answer:
-            labels = sample.labels
-            group = labels.get(queries.GROUP_LABEL, "")
-            key = (labels.get("namespace", ""), group, labels.get("container", ""))
-            stat = labels.get("stat", "")
-            if key[0] and key[2] and stat in ("cpu", "memory"):
-                peaks[key][stat] = max(peaks[key].get(stat, 0.0), sample.value)
+        with lock:
+            for sample in answer:
+                labels = sample.labels
+                group = labels.get(queries.GROUP_LABEL, "")
+                key = (labels.get("namespace", ""), group, labels.get("container", ""))
+                stat = labels.get("stat", "")
+                if key[0] and key[2] and stat in ("cpu", "memory"):
+                    peaks[key][stat] = max(peaks[key].get(stat, 0.0), sample.value)
 
     width = max(step, window // max(1, pieces) // step * step)
     bounds = [end - window + i * width for i in range(max(1, pieces))] + [end]
     try:
-        for lo, hi in itertools.pairwise(bounds):
-            if hi > lo:
-                ask(lo, hi)
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="totals") as pool:
+            pieces_asked = [(lo, hi) for lo, hi in itertools.pairwise(bounds) if hi > lo]
+            list(pool.map(lambda piece: ask(*piece), pieces_asked))
     except PrometheusError as exc:
         progress(f"  workload totals not read ({exc}); the HPA headroom check has no data this build")
         return {}

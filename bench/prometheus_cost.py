@@ -1,0 +1,168 @@
+"""What a profile build costs Prometheus: `bench/profiles.py --prometheus-cost`.
+
+Three ways of reading the same history, each against a freshly started Prometheus (so its memory
+high-water mark, VmHWM, belongs to that run alone), measured in the same run on the same machine:
+
+- pod-tailor: `pod-tailor profiles build` in a child process (its wall time, CPU and peak RSS);
+- the per-container plan the well-known recommenders use: one query per container for its p95 CPU
+  and one for its peak memory (`--plan-sample` < 1 asks a random share and scales the wall and CPU
+  time up; the memory growth is per query, so a share shows it);
+- the decode floor: Prometheus reading every sample of the CPU and memory series once
+  (`count_over_time` over the window, two at a time on the two cores), the least any reader pays.
+
+Printed as a table, with the ratios the issue sets as goals: Prometheus' growth during pod-tailor's
+build within 2x of the per-container plan's, pod-tailor at least 2x faster than that plan, and its
+wall time within 1.3x of the decode floor.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+from promserver import PromServer
+
+MIB = 2**20
+CPU = "container_cpu_usage_seconds_total"
+MEMORY = "container_memory_working_set_bytes"
+
+
+@dataclass(frozen=True)
+class Cost:
+    name: str
+    wall: float
+    queries: int
+    cpu: float  # the reader's own CPU seconds (NaN: not measured)
+    rss: float  # the reader's own peak RSS, MiB (NaN: not measured)
+    growth: float  # Prometheus' VmHWM during the run minus before it, MiB
+    note: str = ""
+
+
+def vm_hwm(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _fresh(data: Path) -> PromServer:
+    server = PromServer(data, extra_args=("--storage.tsdb.max-block-duration=1d",)).start()
+    httpx.post(f"{server.url}/api/v1/query", data={"query": "up"}, timeout=60)  # the first query's own setup
+    return server
+
+
+def _hwm(server: PromServer) -> float:
+    assert server.process is not None
+    return vm_hwm(server.process.pid)
+
+
+def pod_tailor(data: Path, *, window: str, step: int, end: str, extra: Sequence[str] = ()) -> Cost:
+    server = _fresh(data)
+    try:
+        before = _hwm(server)
+        command = [sys.executable, "-m", "webhook", "profiles", "build", "--prometheus", server.url,
+                   "--window", window, "--step", f"{step}s", "--rate-window", f"{2 * step}s",
+                   "--end", end, "--no-checkpoint", "--summary-days", "0", "--allow-shrink", *extra]
+        with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryFile("w+") as log:
+            env = dict(os.environ, POD_TAILOR_PROFILES=str(Path(tmp) / "profiles.json"))
+            started = time.monotonic()
+            child = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+            _, status, usage = os.wait4(child.pid, 0)
+            wall = time.monotonic() - started
+            log.seek(0)
+            output = log.read()
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise SystemExit(f"pod-tailor build failed:\n{output[-3000:]}")
+        queries = int(output.rsplit(" using ", 1)[-1].split()[0])
+        shards = next((line.split("slice(s)", 1)[1].strip() for line in output.splitlines()
+                       if "slice(s)" in line and "live series" in line), "")
+        own, rss = usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+        return Cost("pod-tailor build", wall, queries, own, rss, _hwm(server) - before, shards)
+    finally:
+        server.stop()
+
+
+def per_container_plan(
+    data: Path, *, containers: Sequence[tuple[str, str, str]], window: str, step: int, end: str,
+    sample: float, concurrency: int = 2,
+) -> Cost:
+    """One p95-CPU and one peak-memory query per (namespace, workload, container), `concurrency` at once."""
+    chosen = list(containers)
+    if sample < 1.0:
+        chosen = random.Random(5).sample(chosen, max(1, round(len(chosen) * sample)))
+    server = _fresh(data)
+    try:
+        before = _hwm(server)
+        usage_before = resource.getrusage(resource.RUSAGE_SELF)
+        client = httpx.Client(timeout=600)
+
+        def ask(item: tuple[str, str, str]) -> None:
+            namespace, workload, container = item
+            where = f'namespace="{namespace}",pod=~"{workload}-.*",container="{container}"'
+            for query in (
+                f"quantile_over_time(0.95, rate({CPU}{{{where}}}[{2 * step}s])[{window}:{step}s])",
+                f"max_over_time({MEMORY}{{{where}}}[{window}])",
+            ):
+                answer = client.post(f"{server.url}/api/v1/query", data={"query": query, "time": end})
+                answer.raise_for_status()
+
+        started = time.monotonic()
+        with ThreadPoolExecutor(max_workers=concurrency) as pool:
+            list(pool.map(ask, chosen))
+        wall = time.monotonic() - started
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        client.close()
+        scale = len(containers) / len(chosen)
+        cpu = (usage.ru_utime + usage.ru_stime - usage_before.ru_utime - usage_before.ru_stime) * scale
+        note = f"{len(chosen)} of {len(containers)} containers asked, times x{scale:.1f}" if scale > 1 else ""
+        return Cost("per-container plan", wall * scale, 2 * len(containers), cpu, float("nan"),
+                    _hwm(server) - before, note)
+    finally:
+        server.stop()
+
+
+def decode_floor(data: Path, *, window: str, end: str) -> Cost:
+    """Prometheus reading every CPU and memory sample once, two queries at once (one per core)."""
+    server = _fresh(data)
+    try:
+        before = _hwm(server)
+        client = httpx.Client(timeout=3600)
+        started = time.monotonic()
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            answers = list(pool.map(
+                lambda metric: client.post(f"{server.url}/api/v1/query", data={
+                    "query": f"sum(count_over_time({metric}[{window}]))", "time": end}),
+                (CPU, MEMORY),
+            ))
+        wall = time.monotonic() - started
+        client.close()
+        samples = sum(float(a.json()["data"]["result"][0]["value"][1]) for a in answers)
+        return Cost("decode floor", wall, 2, float("nan"), float("nan"), _hwm(server) - before,
+                    f"{samples / 1e6:,.0f} M samples read once")
+    finally:
+        server.stop()
+
+
+def report(costs: Sequence[Cost], *, scale: str) -> None:
+    print(f"\n{scale}")
+    print(f"  {'':20} {'wall s':>8} {'queries':>8} {'CPU s':>7} {'RSS MiB':>8} {'Prometheus +MiB':>16}  note")
+    for c in costs:
+        numbers = f"{c.wall:8.1f} {c.queries:8d} {c.cpu:7.1f} {c.rss:8.0f} {c.growth:16.0f}"
+        print(f"  {c.name:20} {numbers}  {c.note}")
+    found = {c.name: c for c in costs}
+    ours, plan, floor = found["pod-tailor build"], found["per-container plan"], found["decode floor"]
+    growth = ours.growth / plan.growth if plan.growth > 0 else float("inf")
+    print(f"  Prometheus growth, pod-tailor / per-container plan: {growth:.2f} (goal <= 2)")
+    print(f"  wall, per-container plan / pod-tailor: {plan.wall / ours.wall:.2f} (goal >= 2)")
+    print(f"  wall, pod-tailor / decode floor: {ours.wall / floor.wall:.2f} (goal <= 1.3)")
+    print(f"  pod-tailor peak RSS {ours.rss:.0f} MiB (goal < 500)")
