@@ -7,12 +7,15 @@ for that interval) and the memory sample at T - 150 s, summed over the workload'
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from decimal import Decimal
 
 import pytest
 import scenarios
 from conftest import History
+from hypothesis import given
+from hypothesis import strategies as st
 from synthetic import pod_times
 
 from tests.autoscalers.kit import recommendation
@@ -113,3 +116,20 @@ class TestGroups:
         assert isinstance(db, Recommendation)
         assert db.totals is not None
         assert (db.totals.cpu, db.totals.memory) == (Decimal(1), Decimal(2**30))
+
+    @given(st.from_regex(r"[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?", fullmatch=True))
+    def test_the_one_regex_groups_as_cutting_the_suffix_then_the_template_hash(self, pod: str) -> None:
+        """Prometheus applies one regex per series and step; it names the group the two cuts would."""
+        cut = re.fullmatch(r"(.+)-[^-]+", pod)
+        group = cut[1] if cut else ""
+        unhashed = re.fullmatch(r"(.+)-[bcdfghjklmnpqrstvwxz2456789]{6,10}", group)
+        assert group_of(pod) == (unhashed[1] if unhashed else group)
+
+    @given(st.lists(st.sampled_from(["web", "bcdfgh", "x7k2p", "db", "1", "bcdfghjk2"]), min_size=1,
+                    max_size=6))
+    def test_hash_like_parts_anywhere_in_the_name_group_as_the_two_cuts_do(self, parts: list[str]) -> None:
+        pod = "-".join(parts)
+        cut = re.fullmatch(r"(.+)-[^-]+", pod)
+        group = cut[1] if cut else ""
+        unhashed = re.fullmatch(r"(.+)-[bcdfghjklmnpqrstvwxz2456789]{6,10}", group)
+        assert group_of(pod) == (unhashed[1] if unhashed else group)

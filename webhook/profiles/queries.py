@@ -314,8 +314,10 @@ def scoped(query: str, matchers: str) -> str:
 
 
 GROUP_LABEL = "pod_tailor_group"
-POD_SUFFIX = "(.+)-[^-]+"  # a Pod's name without its own last part: its controller's name
-TEMPLATE_HASH = "(.+)-[bcdfghjklmnpqrstvwxz2456789]{6,10}"  # ...and a ReplicaSet's without its hash
+# A Pod's name without its own last part (its controller's name) and without a template hash before
+# it (a ReplicaSet's): one regular expression, so Prometheus rewrites each series once per step
+# rather than twice (about half of the totals query's time).
+POD_GROUP = "(.+?)(?:-[bcdfghjklmnpqrstvwxz2456789]{6,10})?-[^-]+"
 
 
 def usage_totals(
@@ -332,8 +334,7 @@ def usage_totals(
     by = f"namespace, {GROUP_LABEL}, container"
 
     def grouped(expression: str) -> str:
-        named = f'label_replace({expression}, "{GROUP_LABEL}", "$1", "pod", "{POD_SUFFIX}")'
-        return f'label_replace({named}, "{GROUP_LABEL}", "$1", "{GROUP_LABEL}", "{TEMPLATE_HASH}")'
+        return f'label_replace({expression}, "{GROUP_LABEL}", "$1", "pod", "{POD_GROUP}")'
 
     cpu = cpu_usage(namespaces, rate_window=rate_window, recorded=recorded)
     memory = selector(MEMORY_METRIC, namespaces)

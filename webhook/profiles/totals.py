@@ -31,16 +31,14 @@ __all__ = ["STEP", "Peaks", "attach_totals", "fetch_totals", "group_of"]
 
 STEP = 300  # the totals' resolution at least: a peak of the whole moves slowly, and each step costs a pass
 _MIN_SPAN = 3600
-_POD_SUFFIX, _TEMPLATE_HASH = re.compile(queries.POD_SUFFIX), re.compile(queries.TEMPLATE_HASH)
+_POD_GROUP = re.compile(queries.POD_GROUP)
 Peaks = dict[tuple[str, str, str], dict[str, float]]  # (namespace, group, container) -> stat -> peak
 
 
 def group_of(pod: str) -> str:
-    """The group Prometheus sums a Pod into (`queries.usage_totals`; both regexes are anchored there)."""
-    found = _POD_SUFFIX.fullmatch(pod)
-    group = found[1] if found else ""
-    unhashed = _TEMPLATE_HASH.fullmatch(group)
-    return unhashed[1] if unhashed else group
+    """The group Prometheus sums a Pod into (`queries.usage_totals`, which anchors the same regex)."""
+    found = _POD_GROUP.fullmatch(pod)
+    return found[1] if found else ""
 
 
 def fetch_totals(
