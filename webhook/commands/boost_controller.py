@@ -15,7 +15,7 @@ from typing import Any
 
 from webhook.controllers.boost import BoostController
 from webhook.controllers.boostmetrics import BoostMetrics
-from webhook.controllers.leader import LeaderElector, LeaseConfig, identity
+from webhook.controllers.leader import LeaderElector, LeaseConfig, followers, identity
 
 __all__ = ["register"]
 
@@ -57,15 +57,7 @@ def _main(args: argparse.Namespace) -> int:
     metrics, leading, stop = BoostMetrics(), threading.Event(), threading.Event()
     elector = None
     if args.leader_elect:
-
-        def started() -> None:
-            metrics.leader.set(1)
-            leading.set()
-
-        def stopped() -> None:
-            metrics.leader.set(0)
-            leading.clear()
-
+        started, stopped = followers(leading, metrics.leader)
         config = LeaseConfig(args.lease_namespace, args.lease_name, identity())
         elector = LeaderElector(api, config, on_started=started, on_stopped=stopped)
         elector.start()

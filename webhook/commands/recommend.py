@@ -23,7 +23,7 @@ from webhook.commands.options import (
     store_from,
 )
 from webhook.commands.profiles import progress_printer
-from webhook.controllers.leader import LeaderElector, LeaseConfig, identity
+from webhook.controllers.leader import LeaderElector, LeaseConfig, followers, identity
 from webhook.controllers.recommender import BuildLoop, LeaderOnlyStore
 from webhook.profiles.buildmetrics import BuildMetrics
 from webhook.profiles.prometheus import PrometheusError
@@ -68,15 +68,7 @@ def _elector(args: argparse.Namespace, metrics: BuildMetrics, leading: threading
     if found.config is None:
         raise StoreError(f"--leader-elect needs the Kubernetes API: {found.reason}")
     config = LeaseConfig(args.lease_namespace or args.store_namespace, args.lease_name, identity())
-
-    def started() -> None:
-        metrics.leader.set(1)
-        leading.set()
-
-    def stopped() -> None:
-        metrics.leader.set(0)
-        leading.clear()
-
+    started, stopped = followers(leading, metrics.leader)
     return LeaderElector(found.config.api_client, config, on_started=started, on_stopped=stopped)
 
 

@@ -26,7 +26,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -63,6 +63,25 @@ class LeaseConfig:
 
 def _noop() -> None:
     return None
+
+
+class _Gauge(Protocol):
+    def set(self, value: float) -> None: ...
+
+
+def followers(leading: threading.Event, gauge: _Gauge) -> tuple[Callable[[], None], Callable[[], None]]:
+    """`on_started`/`on_stopped` that mirror leadership into a command's `leading` event and its
+    leader gauge (1 while leading): what every leader-elected command needs."""
+
+    def started() -> None:
+        gauge.set(1)
+        leading.set()
+
+    def stopped() -> None:
+        gauge.set(0)
+        leading.clear()
+
+    return started, stopped
 
 
 class LeaderElector:
