@@ -3,14 +3,18 @@
     .venv/bin/python bench/serve.py [--rounds 15] [--seconds 3] [--rate 1000] [--burst 50000] [--uncached]
                                     [--mix]
 
-For each server (the real `pod-tailor serve`, then a FastAPI+uvicorn+TLS app that answers
-`allowed: true` without looking at the Pod), one at a time, pinned to CPU 0 with the load on CPU 1:
+For each server (the real `pod-tailor serve`; the null webhook, a FastAPI+uvicorn+TLS app whose route
+answers `allowed: true` without looking at the Pod; the same null answering from a plain ASGI
+callable in front of the app, as pod-tailor serves /mutate, which is the stack's floor), one at a
+time, pinned to CPU 0 with the load on CPU 1:
   1. throughput and p50/p99 with Debian's `wrk` (closed loop, a Lua script cycling the corpus reviews);
   2. p50/p99 at a fixed request rate with a small open-loop asyncio client (wrk cannot rate-limit and
      wrk2 is not in Debian); latency counts from the scheduled send time, so queueing is not hidden;
 then a burst of 50,000 Pod creations against pod-tailor that must complete with zero errors, each
 answer checked for the right uid. Only loopback addresses are used. Targets (issue 3): throughput
-ratio >= 0.8, p99 < 10 ms at 1,000 requests/s, zero errors in the burst.
+ratio >= 0.8, p99 < 10 ms at 1,000 requests/s, zero errors in the burst; (issue 16) server CPU per
+request, the null's over pod-tailor's, >= 0.6 with the verdict cache off (`--uncached`) and >= 0.8
+for a realistic mix (`--mix`, bench/mix.py). Both nulls' ratios are printed.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ REPLICAS = 8  # per corpus review: distinct uids and ServiceAccount volume names
 PATH = "/mutate?timeout=10s"
 HOST = "127.0.0.1"
 UNCACHED = "pod-tailor (no cache)"
+PLAIN = "null (plain ASGI)"
 T = TypeVar("T")
 
 # A body holding the mix's MARKER (bench/mix.py) gets a new pod-template-hash of the same length for
@@ -88,11 +93,37 @@ end
 # ---------------------------------------------------------------- the null webhook (same stack)
 
 
-def null_server(port: int, cert: str, key: str) -> None:
-    """FastAPI on uvicorn over TLS, answering every review `allowed: true` with its uid and no patch."""
+def null_server(port: int, cert: str, key: str, *, plain: bool = False) -> None:
+    """FastAPI on uvicorn over TLS, answering every review `allowed: true` with its uid and no patch.
+
+    `plain`: the same answer from a plain ASGI callable in front of the app, as pod-tailor's /mutate
+    is served (`webhook.server.mutate.fast_path`): the floor of the stack without the framework's
+    per-request routing, dependency solving and middleware.
+    """
     import uvicorn
 
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+
+    async def plain_mutate(scope: Any, receive: Any, send: Any) -> None:
+        chunks = []
+        while True:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        uid = orjson.loads(b"".join(chunks))["request"]["uid"]
+        body = orjson.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                             "response": {"uid": uid, "allowed": True}})
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"application/json"),
+                                (b"content-length", b"%d" % len(body))]})
+        await send({"type": "http.response.body", "body": body})
+
+    async def front(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] == "/mutate":
+            await plain_mutate(scope, receive, send)
+        else:
+            await app(scope, receive, send)
 
     @app.post("/mutate")
     async def mutate(request: Request) -> Response:
@@ -105,8 +136,8 @@ def null_server(port: int, cert: str, key: str) -> None:
     async def readyz() -> Response:
         return Response(b"{}", media_type="application/json")
 
-    uvicorn.run(app, host=HOST, port=port, ssl_certfile=cert, ssl_keyfile=key, log_level="warning",
-                access_log=False, server_header=False)
+    uvicorn.run(front if plain else app, host=HOST, port=port, ssl_certfile=cert, ssl_keyfile=key,
+                log_level="warning", access_log=False, server_header=False, proxy_headers=not plain)
 
 
 # ---------------------------------------------------------------- servers
@@ -139,7 +170,7 @@ def started(name: str, tls: Tls, cpu: str) -> Iterator[tuple[int, int]]:
             command += ["--verdict-cache-size", "0"]
     else:
         command = [sys.executable, str(Path(__file__).resolve()), "--null-server", str(port),
-                   "--cert", str(tls.cert), "--key", str(tls.key)]
+                   "--cert", str(tls.cert), "--key", str(tls.key)] + (["--plain"] if name == PLAIN else [])
     if shutil.which("taskset"):
         command = ["taskset", "-c", cpu, *command]
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -365,6 +396,17 @@ def _median(results: list[Result], *, by: str) -> Result:
     return ordered[len(ordered) // 2]
 
 
+def _cpu_ratios(ours: list[Result], runs: dict[str, list[Result]]) -> str:
+    """Server CPU per request, each null's over ours: the median of the rounds' ratios (a round's runs
+    are seconds apart, so their ratio is the least disturbed by the host's drift)."""
+    parts = []
+    for null in ("null", PLAIN):
+        rounds = sorted(n.cpu_us / o.cpu_us for o, n in zip(ours, runs[null], strict=True))
+        parts.append(f"{null} / ours {statistics.median(rounds):.2f} (rounds: "
+                     + ", ".join(f"{r:.2f}" for r in rounds) + ")")
+    return "CPU ratio " + "; ".join(parts)
+
+
 def _row(name: str, result: Result) -> str:
     return (f"  {name:<22} {result.rate:9.0f} req/s   p50 {result.p50_ms:7.2f} ms   "
             f"p99 {result.p99_ms:7.2f} ms   errors {result.errors}   "
@@ -410,9 +452,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--null-server", type=int, metavar="PORT", help=argparse.SUPPRESS)
     parser.add_argument("--cert", help=argparse.SUPPRESS)
     parser.add_argument("--key", help=argparse.SUPPRESS)
+    parser.add_argument("--plain", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.null_server:
-        null_server(args.null_server, args.cert, args.key)
+        null_server(args.null_server, args.cert, args.key, plain=args.plain)
         return 0
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed (apt-get install wrk)")
@@ -449,9 +492,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"corpus: {len(paths)} AdmissionReviews from {CORPUS} x {REPLICAS} replicas (own uid and"
               f" ServiceAccount volume each); server on CPU {server_cpu}, load on "
               f"CPU {load_cpu}; TLS, HTTP/1.1 keep-alive")
-        names = ["pod-tailor", "null"] + ([UNCACHED] if args.uncached else [])
+        names = ["pod-tailor", "null", PLAIN] + ([UNCACHED] if args.uncached else [])
         runs: dict[str, list[Result]] = {name: [] for name in names}
-        mix_runs: dict[str, list[Result]] = {"pod-tailor": [], "null": []}
+        mix_runs: dict[str, list[Result]] = {"pod-tailor": [], "null": [], PLAIN: []}
         steady_runs: dict[str, list[Result]] = {name: [] for name in names}
         with contextlib.ExitStack() as stack:
             servers = {name: stack.enter_context(started(name, tls, server_cpu)) for name in names}
@@ -488,30 +531,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Server CPU per request, from the same runs: a second reading of the ratio that a neighbour
         # merely taking turns on the server's core would not lower (a slower host still does).
         cpu = {name: statistics.median(r.cpu_us for r in results) for name, results in runs.items()}
-        pairs = zip(runs["pod-tailor"], runs["null"], strict=True)
-        cpu_ratios = sorted(null.cpu_us / ours.cpu_us for ours, null in pairs)
-        print("  server CPU per request: " + ", ".join(f"{name} {us:.0f} us" for name, us in cpu.items())
-              + f"; ratio null / pod-tailor {statistics.median(cpu_ratios):.2f} (rounds: "
-              + ", ".join(f"{r:.2f}" for r in cpu_ratios) + ")")
+        print("  server CPU per request: " + ", ".join(f"{name} {us:.0f} us" for name, us in cpu.items()))
+        print("  " + _cpu_ratios(runs["pod-tailor"], runs) + "   (cached replicas)")
         if UNCACHED in throughput:
-            uncached = sorted(a.rate / b.rate for a, b in zip(runs[UNCACHED], runs["null"], strict=True))
-            uncached_cpu = sorted(
-                n.cpu_us / u.cpu_us for u, n in zip(runs[UNCACHED], runs["null"], strict=True))
-            rounds = ", ".join(f"{r:.2f}" for r in uncached_cpu)
-            print(f"  ratio pod-tailor without its verdict cache / null: throughput "
-                  f"{statistics.median(uncached):.2f}, CPU per request null / uncached "
-                  f"{statistics.median(uncached_cpu):.2f} (rounds: {rounds})"
-                  "   (every Pod decided afresh; target CPU ratio >= 0.60)")
+            print(f"  pod-tailor without its verdict cache (every Pod decided afresh): CPU per request "
+                  f"{cpu[UNCACHED]:.0f} us; " + _cpu_ratios(runs[UNCACHED], runs) + "   (target >= 0.60)")
         if args.mix:
             shares = ", ".join(f"{share}% {kind}" for kind, share in SHARES.items())
-            pairs_mix = list(zip(mix_runs["pod-tailor"], mix_runs["null"], strict=True))
-            mix = sorted(ours.rate / null.rate for ours, null in pairs_mix)
-            mix_cpu = sorted(null.cpu_us / ours.cpu_us for ours, null in pairs_mix)
-            mix_us = {name: statistics.median(r.cpu_us for r in found) for name, found in mix_runs.items()}
-            rounds = ", ".join(f"{r:.2f}" for r in mix_cpu)
-            print(f"  realistic mix ({shares}): throughput ratio {statistics.median(mix):.2f}, CPU per "
-                  f"request pod-tailor {mix_us['pod-tailor']:.0f} us, null {mix_us['null']:.0f} us, ratio "
-                  f"null / pod-tailor {statistics.median(mix_cpu):.2f} (rounds: {rounds})   (target >= 0.80)")
+            mix_us = statistics.median(r.cpu_us for r in mix_runs["pod-tailor"])
+            print(f"  realistic mix ({shares}): CPU per request pod-tailor {mix_us:.0f} us; "
+                  + _cpu_ratios(mix_runs["pod-tailor"], mix_runs) + "   (target >= 0.80)")
         print(f"\nfixed rate {args.rate:.0f} req/s (open loop, latency from the scheduled send time):")
         for name, result in steady.items():
             print(_row(name, result))

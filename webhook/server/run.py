@@ -17,6 +17,7 @@ from webhook.refreshers.state import Refresher, State
 from webhook.server.app import create_app
 from webhook.server.listener import WebhookServer
 from webhook.server.logs import configure_logging
+from webhook.server.mutate import fast_path
 from webhook.server.protocol import ConnectionGuard, guarded_protocol
 from webhook.server.tls import CertificateReloader
 from webhook.server.wiring import build_refreshers
@@ -56,7 +57,7 @@ def build_server(
         refreshers=build_refreshers(settings) if refreshers is None else refreshers,
     )
     config = uvicorn.Config(
-        app,
+        fast_path(app, app.state.mutate),
         host=settings.host,
         port=settings.port,
         ssl_certfile=settings.cert_file,
@@ -65,6 +66,7 @@ def build_server(
         log_config=None,
         access_log=False,
         server_header=False,
+        proxy_headers=False,  # the API server connects directly; no forwarded headers to trust
         lifespan="on",
         timeout_keep_alive=settings.keep_alive_seconds,
         timeout_graceful_shutdown=10,
