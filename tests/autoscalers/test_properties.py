@@ -22,7 +22,7 @@ from webhook.core.holds import container_holds
 from webhook.core.inputs import decision_inputs
 from webhook.core.pod import containers
 from webhook.core.profile import Recommendation, TrailPoint, UsageTotals
-from webhook.core.workload import pod_workload
+from webhook.core.workload import ROLLOUT_HASH_LABEL, pod_workload
 
 SIZING = [
     *POLICIES,
@@ -53,6 +53,13 @@ def autoscaled(draw: st.DrawFn) -> tuple[dict[str, Any], Any, dict[str, Any], Cl
     names = [ref.name for ref in containers(subject)]
     key = pod_workload(subject, "shop")
     target = ("apps/v1", key.kind, key.name)
+    if draw(st.booleans()):  # an Argo Rollout's Pod: its autoscalers name the Rollout, found by a label
+        suffix = draw(st.text(alphabet="bcdfghjklmnpqrstvwxz2456789", min_size=8, max_size=10))
+        metadata = subject.setdefault("metadata", {})
+        owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"web-{suffix}", "uid": "u-1"}
+        metadata["ownerReferences"] = [{**owner, "controller": True}]
+        metadata["labels"] = {**(metadata.get("labels") or {}), ROLLOUT_HASH_LABEL: suffix}
+        target = ("argoproj.io/v1alpha1", "Rollout", "web")
     objects: list[dict[str, Any]] = []
     for index in range(draw(st.integers(0, 2))):
         low = draw(st.integers(1, 5))

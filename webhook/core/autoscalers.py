@@ -17,7 +17,7 @@ from typing import Any
 
 from webhook.core.pod import ContainerRef
 from webhook.core.quantity import QuantityError, parse
-from webhook.core.workload import WorkloadKey, owner_workload, pod_workload
+from webhook.core.workload import ROLLOUT_HASH_LABEL, WorkloadKey, owner_workload, pod_workload
 
 __all__ = [
     "EMPTY_AUTOSCALERS",
@@ -36,7 +36,6 @@ __all__ = [
     "parse_vpa",
 ]
 
-ROLLOUT_HASH_LABEL = "rollouts-pod-template-hash"  # Argo Rollouts' label on its ReplicaSets' Pods
 _RESOURCES = ("cpu", "memory")  # what metrics-server reports and a Pod requests
 _OTHER_METRICS = ("Pods", "Object", "External")  # scaling on these does not read a request
 _VPA_MODES = ("Off", "Initial", "Recreate", "Auto", "InPlaceOrRecreate")

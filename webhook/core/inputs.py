@@ -21,7 +21,7 @@ from typing import Any, TypedDict
 
 from webhook import PREFIX
 from webhook.core.pod import LIMIT_RANGER_ANNOTATION
-from webhook.core.workload import TEMPLATE_HASH_LABEL, controller_owner
+from webhook.core.workload import ROLLOUT_HASH_LABEL, TEMPLATE_HASH_LABEL, controller_owner
 
 __all__ = [
     "BASE_LABEL_KEYS",
@@ -33,8 +33,9 @@ __all__ = [
     "metadata_inputs",
 ]
 
-# Label keys the engine itself reads besides the `pod-tailor.io/` ones (kept always).
-BASE_LABEL_KEYS = frozenset({TEMPLATE_HASH_LABEL})
+# Label keys the engine itself reads besides the `pod-tailor.io/` ones (kept always): the workload's
+# name comes from the first, an Argo Rollout's autoscalers are found by the second.
+BASE_LABEL_KEYS = frozenset({TEMPLATE_HASH_LABEL, ROLLOUT_HASH_LABEL})
 _OWNER_FIELDS = ("controller", "kind", "name")
 
 

@@ -11,9 +11,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TEMPLATE_HASH_LABEL", "WorkloadKey", "controller_owner", "owner_workload", "pod_workload"]
+__all__ = [
+    "ROLLOUT_HASH_LABEL",
+    "TEMPLATE_HASH_LABEL",
+    "WorkloadKey",
+    "controller_owner",
+    "owner_workload",
+    "pod_workload",
+]
 
 TEMPLATE_HASH_LABEL = "pod-template-hash"
+ROLLOUT_HASH_LABEL = "rollouts-pod-template-hash"  # Argo Rollouts' label on its ReplicaSets' Pods
 
 # pod-template-hash: rand.SafeEncodeString alphabet, 1-10 chars (usually 8-10).
 _TEMPLATE_HASH = re.compile(r"^(?P<base>.+)-(?P<hash>[bcdfghjklmnpqrstvwxz2456789]{1,10})$")
