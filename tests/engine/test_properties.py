@@ -15,7 +15,7 @@ from tests.engine.strategies import facts, pods, profile_for
 from webhook.config.policies import bundled_policies, load_policy_text
 from webhook.core.engine import decide, tailor
 from webhook.core.facts import ClusterFacts, LimitRangeItem
-from webhook.core.inputs import decision_inputs
+from webhook.core.inputs import decision_inputs, template_free
 from webhook.core.pod import INJECTED_ANNOTATION
 from webhook.core.podlimits import breaches, pod_total
 from webhook.core.policy import PolicySet
@@ -219,3 +219,32 @@ def test_pods_with_equal_decision_inputs_get_equal_decisions(case: Any) -> None:
     expected = decided(pod)
     assert decided(sibling) == expected
     assert decided(decision_inputs(pod, label_keys=keys)) == expected
+
+
+HASHES = st.text(alphabet="bcdfghjklmnpqrstvwxz2456789", min_size=1, max_size=10)
+
+
+@PROPERTY
+@given(siblings(), HASHES)
+def test_pods_of_two_templates_of_one_deployment_are_keyed_and_decided_alike(case: Any, other: str) -> None:
+    """The verdict cache keys a Deployment's Pods by their template-free inputs: equal views decide alike."""
+    pod, sibling, policy, profiles, cluster = case
+    metadata = sibling["metadata"]
+    owners = metadata.get("ownerReferences") or [{}]
+    if owners[0].get("kind") != "ReplicaSet":  # another kind of owner: nothing to make template-free
+        assert template_free(decision_inputs(pod)) is None
+        return
+    owners[0]["name"] = f"web-{other}"
+    metadata["labels"]["pod-template-hash"] = other
+    snapshot = ClusterSnapshot(
+        policies=PolicySet({"default": policy}), server_version=cluster.server_version,
+        limit_ranges={"shop": cluster.limit_ranges},
+    )
+    profile_index = ProfileSnapshot(profiles={pod_workload(pod, "shop"): profiles})
+    keys = snapshot.label_keys_read("shop")
+    view = template_free(decision_inputs(pod, label_keys=keys))
+    assert view is not None
+    assert template_free(decision_inputs(sibling, label_keys=keys)) == view
+    assert decide(sibling, namespace="shop", cluster=snapshot, profiles=profile_index) == decide(
+        pod, namespace="shop", cluster=snapshot, profiles=profile_index
+    )

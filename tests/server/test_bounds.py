@@ -16,6 +16,7 @@ from webhook.config.policies import load_policy_text
 from webhook.core.engine import decide
 from webhook.core.namespace import MODE_LABEL, POLICY_LABEL
 from webhook.core.snapshot import ClusterSnapshot
+from webhook.offline.traffic import with_manifest_traffic
 from webhook.refreshers.state import State
 
 
@@ -93,6 +94,77 @@ class TestWhatTheCacheIsKeyedOn:
         skipped = answered(state, cache, replica("two", labels={"pod-tailor.io/skip": "true"}))
         assert skipped.outcome is Outcome.SKIPPED
         assert cache.hits == 0
+
+
+def new_template(uid: str, template_hash: str, *, deployment: str = "guestbook-ui", **labels: str) -> bytes:
+    """A Pod of the sample Deployment's ReplicaSet for another template (after a rollout)."""
+    return replica(uid, owner=("ReplicaSet", f"{deployment}-{template_hash}"),
+                   labels={"pod-template-hash": template_hash, **labels})
+
+
+class TestANewTemplate:
+    def test_the_first_pods_of_a_new_template_share_the_old_templates_verdict(self) -> None:
+        state, cache = labelled_state(), VerdictCache(8)
+        hashes = ("5d8b89b6dc", "7c9f4d2b8x", "6b4")
+        answers = [answered(state, cache, new_template(f"t-{h}", h)) for h in hashes]
+        assert (cache.misses, cache.hits) == (1, 2)
+        assert {answer.workload for answer in answers} == {"shop/Deployment/guestbook-ui"}
+        assert len({response(answer)["patch"] for answer in answers}) == 1
+
+    def test_its_verdict_is_the_one_it_would_get_uncached(self) -> None:
+        state, warm = labelled_state(), VerdictCache(8)
+        answered(state, warm, new_template("old", "5d8b89b6dc"))
+        cached = answered(state, warm, new_template("new", "7c9f4d2b8x"))
+        fresh = answered(state, VerdictCache(0), new_template("new", "7c9f4d2b8x"))
+        assert warm.hits == 1
+        assert cached.body == fresh.body
+
+    @pytest.mark.parametrize(
+        ("first", "second"),
+        [
+            # A ReplicaSet named like the Deployment with no hash label names a ReplicaSet workload.
+            (new_template("a", "5d8b89b6dc"), replica("b", owner=("ReplicaSet", "guestbook-ui"))),
+            # A name that does not end with the hash label's value: the label does not name the template.
+            (new_template("a", "5d8b89b6dc"),
+             replica("b", owner=("ReplicaSet", "guestbook-ui-5d8b89b6dc"),
+                     labels={"pod-template-hash": "zz"})),
+            # An Argo Rollout's Pods: its autoscalers are found by the ReplicaSet's full name.
+            (new_template("a", "5d8b89b6dc", **{"rollouts-pod-template-hash": "5d8b89b6dc"}),
+             new_template("b", "7c9f4d2b8x", **{"rollouts-pod-template-hash": "7c9f4d2b8x"})),
+            # Another Deployment.
+            (new_template("a", "5d8b89b6dc"), new_template("b", "5d8b89b6dc", deployment="guestbook")),
+        ],
+        ids=["replicaset-named-like-the-deployment", "hash-not-in-the-name", "argo-rollout",
+             "other-deployment"],
+    )
+    def test_pods_the_template_does_not_explain_keep_their_own_key(self, first: bytes, second: bytes) -> None:
+        state, cache = labelled_state(), VerdictCache(8)
+        answered(state, cache, first)
+        answered(state, cache, second)
+        assert (cache.misses, cache.hits) == (2, 0)
+
+    def test_a_service_selecting_on_the_hash_keeps_it_in_the_key(self) -> None:
+        state = labelled_state()
+        service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "pinned", "namespace": "shop"},
+                   "spec": {"selector": {"pod-template-hash": "5d8b89b6dc"}, "ports": [{"port": 80}]}}
+        state.cluster = with_manifest_traffic(state.cluster, [service], namespace="shop")
+        assert state.cluster.selects_on("shop", "pod-template-hash")
+        cache = VerdictCache(8)
+        answered(state, cache, new_template("a", "5d8b89b6dc"))
+        answered(state, cache, new_template("b", "7c9f4d2b8x"))
+        assert (cache.misses, cache.hits) == (2, 0)
+
+
+class TestEviction:
+    def test_the_least_recently_used_verdict_goes_first(self) -> None:
+        state, cache = labelled_state(), VerdictCache(2)
+        answered(state, cache, replica("a", namespace="team-a"))
+        answered(state, cache, replica("b", namespace="team-b"))
+        answered(state, cache, replica("a2", namespace="team-a"))  # a hit: team-a is now the newest
+        answered(state, cache, replica("c", namespace="team-c"))  # evicts team-b
+        answered(state, cache, replica("a3", namespace="team-a"))
+        answered(state, cache, replica("b2", namespace="team-b"))
+        assert (cache.hits, cache.misses) == (2, 4)
 
 
 class TestCacheBytes:

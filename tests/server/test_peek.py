@@ -15,7 +15,7 @@ from tests.shared import SAMPLE_REVIEW, corpus_params
 from webhook.admission import VerdictCache, admit, default_engine
 from webhook.admission.peek import peek_review
 from webhook.admission.review import Review, is_v1_pod, parse_review
-from webhook.core.inputs import decision_inputs
+from webhook.core.inputs import decision_inputs, template_free
 from webhook.refreshers.state import State
 
 __all__ = ["warm"]  # a fixture, imported to be used here
@@ -37,7 +37,10 @@ def agrees_with_the_full_path(body: bytes) -> None:
     # As JSON with sorted keys: `==` would take 2**64 for 2.0**64 and True for 1.
     full = orjson.dumps(decision_inputs(review.obj), option=orjson.OPT_SORT_KEYS)
     assert orjson.dumps(peeked.inputs, option=orjson.OPT_SORT_KEYS) == full
-    assert orjson.loads(peeked.key) == peeked.inputs
+    # The cache's key: the inputs as JSON, a Deployment's Pod as its template-free view (marked).
+    view = template_free(peeked.inputs)
+    assert peeked.key.startswith(b"~") == (view is not None)
+    assert orjson.loads(peeked.key.removeprefix(b"~")) == (peeked.inputs if view is None else view)
 
 
 class TestAgreementWithTheFullPath:

@@ -5,13 +5,15 @@ snapshot). A controller creates every replica of a ReplicaSet, Job or StatefulSe
 template; the replicas' objects differ only where the engine never reads (the ServiceAccount plugin's
 random `kube-api-access-xxxxx` volume and mounts, a StatefulSet ordinal, a Job's completion index),
 so their decision inputs (`webhook.core.inputs.decision_inputs`) are identical. The cache is keyed by
-the namespace and the inputs' JSON and is emptied whenever either snapshot is swapped, so it can never
+the namespace and the inputs' JSON (a Deployment's Pod by its Deployment, not its ReplicaSet:
+`webhook.admission.peek`) and is emptied whenever either snapshot is swapped, so it can never
 answer from stale data.
 
 Bounded by bytes as well as by count, because a request chooses the size of its entry: an entry costs
 its key plus about three times its answer (the answer's tail, the patch and audit texts it was built
-from) plus a fixed overhead; inputs over `MAX_ENTRY_INPUTS` bytes are never kept, and the oldest
-entries go first when either bound is reached.
+from) plus a fixed overhead; inputs over `MAX_ENTRY_INPUTS` bytes are never kept, and the least
+recently used entries go first when either bound is reached (a template's replicas keep coming while
+one-off Pods pass through).
 """
 
 from __future__ import annotations
@@ -68,10 +70,11 @@ class VerdictCache:
     def get(self, key: _Key | None) -> Verdict | None:
         if key is None:
             return None
-        found = self._entries.get(key)
+        found = self._entries.pop(key, None)
         if found is None:
             self.misses += 1
             return None
+        self._entries[key] = found  # now the newest: the least recently used go first
         self.hits += 1
         return found[0]
 

@@ -187,7 +187,7 @@ def admit(
     inputs, kept with their presence), so the full parse is only for everything else.
     """
     key = None
-    peeked = peek_review(body, label_keys=cluster.label_keys_read) if cache is not None else None
+    peeked = peek_review(body, cluster=cluster) if cache is not None else None
     if cache is not None and peeked is not None:
         key = cache.key(peeked.namespace, peeked.key, cluster=cluster, profiles=profiles)
         cached = cache.get(key)

@@ -19,14 +19,15 @@ itself before admission.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any, NamedTuple, TypedDict
 
 import msgspec
 import orjson
 
 from webhook.admission.review import API_VERSION, KIND, is_v1_pod
-from webhook.core.inputs import BASE_LABEL_KEYS, PodInputs, metadata_inputs
+from webhook.core.inputs import BASE_LABEL_KEYS, PodInputs, metadata_inputs, template_free
+from webhook.core.snapshot import ClusterSnapshot
+from webhook.core.workload import TEMPLATE_HASH_LABEL
 
 __all__ = ["Peek", "peek_review", "peek_uid"]
 
@@ -36,7 +37,7 @@ class Peek(NamedTuple):
     namespace: str
     dry_run: bool
     inputs: dict[str, Any]  # equal to `decision_inputs(request.object, label_keys=...)`
-    key: bytes  # `inputs` as JSON: what the verdict cache is keyed on
+    key: bytes  # what the verdict cache is keyed on: `inputs` as JSON (see `_key`)
 
 
 class _Pod(PodInputs, total=False):
@@ -101,16 +102,27 @@ def peek_uid(body: bytes, *, prefix_only: bool = False) -> str | None:
     return uid if type(uid) is str and uid else None
 
 
-def _base_label_keys(_namespace: str) -> frozenset[str]:
-    return BASE_LABEL_KEYS
+_TEMPLATE_FREE = b"~"  # starts the key of a template-free view; a plain one starts with `{`
 
 
-def peek_review(
-    body: bytes, *, label_keys: Callable[[str], frozenset[str]] = _base_label_keys
-) -> Peek | None:
+def _key(inputs: dict[str, Any], namespace: str, cluster: ClusterSnapshot | None) -> bytes:
+    """`inputs` as JSON; a Deployment's Pod as its template-free view (`template_free`), marked.
+
+    The mark keeps a view apart from a Pod whose inputs happen to look like it (a ReplicaSet named
+    like the Deployment, without a hash label), which names another workload.
+    """
+    if cluster is None or not cluster.selects_on(namespace, TEMPLATE_HASH_LABEL):
+        view = template_free(inputs)
+        if view is not None:
+            return _TEMPLATE_FREE + orjson.dumps(view)
+    return orjson.dumps(inputs)
+
+
+def peek_review(body: bytes, *, cluster: ClusterSnapshot | None = None) -> Peek | None:
     """The values a cached verdict needs, or None when the body is anything but a plain v1 Pod CREATE.
 
-    `label_keys(namespace)`: the label keys read there (`ClusterSnapshot.label_keys_read`).
+    `cluster`: what says which labels are read in the Pod's namespace (none but the base ones
+    without it).
     """
     try:
         if not body.isascii():
@@ -142,13 +154,14 @@ def peek_review(
         or "spec" not in pod  # `decision_inputs` passes such a Pod through whole
     ):
         return None
+    label_keys = BASE_LABEL_KEYS if cluster is None else cluster.label_keys_read(namespace)
     inputs: dict[str, Any] = (
-        {"metadata": metadata_inputs(pod["metadata"], label_keys(namespace))} if "metadata" in pod else {}
+        {"metadata": metadata_inputs(pod["metadata"], label_keys)} if "metadata" in pod else {}
     )
     inputs["spec"] = pod["spec"]
     try:
         # msgspec reads integers beyond 64 bits exactly, orjson as floats: only the range both agree on.
-        key = orjson.dumps(inputs)
+        key = _key(inputs, namespace, cluster)
     except orjson.JSONEncodeError:
         return None
     return Peek(uid, namespace, bool(dry_run), inputs, key)

@@ -31,6 +31,7 @@ __all__ = [
     "SpecInputs",
     "decision_inputs",
     "metadata_inputs",
+    "template_free",
 ]
 
 # Label keys the engine itself reads besides the `pod-tailor.io/` ones (kept always): the workload's
@@ -174,3 +175,31 @@ def decision_inputs(pod: Any, *, label_keys: frozenset[str] = BASE_LABEL_KEYS) -
             projected[group] = items
     view["spec"] = projected
     return view
+
+
+def template_free(inputs: dict[str, Any]) -> dict[str, Any] | None:
+    """`inputs` of a Deployment's Pod with its ReplicaSet named as the Deployment and no template hash.
+
+    What the engine makes of the ReplicaSet's name and the `pod-template-hash` label is the
+    Deployment's name, the same for every template, so after a rollout the first Pods of the new
+    template decide as the old ones did: the verdict cache keys them by this view. None unless the
+    controller owner is a ReplicaSet named `<name>-<that label>` and no Rollout label is present (its
+    autoscalers are found by the ReplicaSet's full name). The caller makes sure nothing else in the
+    namespace reads the hash label (a Service selecting on it) and keeps these keys apart from others.
+    """
+    metadata = inputs.get("metadata")
+    if not isinstance(metadata, dict):
+        return None
+    labels = metadata.get("labels")
+    if not isinstance(labels, dict) or ROLLOUT_HASH_LABEL in labels:
+        return None
+    hashed, owner = labels.get(TEMPLATE_HASH_LABEL), controller_owner(metadata)
+    if owner is None or owner.get("kind") != "ReplicaSet" or not isinstance(hashed, str) or not hashed:
+        return None
+    name = owner["name"]
+    if not isinstance(name, str) or not name.endswith("-" + hashed):
+        return None
+    deployment = name[: -len(hashed) - 1]
+    owners = [{**ref, "name": deployment} if ref is owner else ref for ref in metadata["ownerReferences"]]
+    kept = {key: value for key, value in labels.items() if key != TEMPLATE_HASH_LABEL}
+    return {**inputs, "metadata": {**metadata, "labels": kept, "ownerReferences": owners}}

@@ -55,6 +55,11 @@ class ClusterSnapshot:
         """
         return self.label_keys.get(namespace, BASE_LABEL_KEYS)
 
+    def selects_on(self, namespace: str, key: str) -> bool:
+        """Whether a Service in `namespace` selects Pods by the label `key` (so its value decides)."""
+        traffic = None if self.traffic is None else self.traffic.get(namespace)
+        return traffic is not None and key in traffic.label_keys
+
     def facts_for(self, namespace: str) -> ClusterFacts:
         return ClusterFacts(
             server_version=self.server_version,
