@@ -1,11 +1,14 @@
 """A realistic mix of Pod creations for the serve bench (`bench/serve.py --mix`).
 
 Made from the corpus' Deployment reviews, in these shares of the requests:
-- 55 % Deployment replicas (the same template, each with its own uid and ServiceAccount volume);
+- 50 % Deployment replicas (the same template, each with its own uid and ServiceAccount volume);
 - 15 % StatefulSet ordinals (`db-0`, `db-1`, ...: own name, `pod-name` and `pod-index` labels);
-- 20 % Job Pods (own name, completion index in labels and annotations);
-- 10 % first Pods of a new template: the ReplicaSet's name and `pod-template-hash` hold a marker
-  that the load generator replaces with a new hash for every request, so none of them is cached.
+- 15 % Job Pods (own name, completion index in labels and annotations);
+- 10 % first Pods of a new template (a rollout that changed what the decision does not read, such
+  as the image): the ReplicaSet's name and `pod-template-hash` hold a marker that the load
+  generator replaces with a new hash for every request;
+- 10 % one-off Pods no cache has seen: no controller, and a name holding the marker (a new name for
+  every request), so each is decided afresh.
 Each body is compact JSON, as the API server sends it.
 """
 
@@ -20,7 +23,7 @@ import orjson
 __all__ = ["MARKER", "SHARES", "mix_bodies"]
 
 MARKER = "zzzzzzzzzz"  # 10 characters of the pod-template-hash alphabet; replaced per request
-SHARES = {"deployment": 55, "statefulset": 15, "job": 20, "new-template": 10}
+SHARES = {"deployment": 50, "statefulset": 15, "job": 15, "new-template": 10, "one-off": 10}
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 
@@ -69,6 +72,11 @@ def _one(kind: str, review: bytes, index: int, rng: random.Random) -> dict[str, 
     elif kind == "new-template":
         _owned(document, "ReplicaSet", f"{base}-{MARKER}", "apps/v1")["labels"]["pod-template-hash"] = MARKER
         metadata["generateName"] = f"{base}-{MARKER}-"
+    elif kind == "one-off":
+        metadata.pop("ownerReferences", None)
+        metadata.pop("generateName", None)
+        metadata.get("labels", {}).pop("pod-template-hash", None)
+        metadata["name"] = f"{base}-debug-{MARKER}"
     return document
 
 
