@@ -7,6 +7,7 @@ fit the last slot says how many were left out instead of losing them silently.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -19,9 +20,14 @@ _ELLIPSIS = "..."
 _NOT_NAME_CHAR = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+def _one_line(text: str) -> bool:
+    """Already one line with single spaces (every other whitespace character is not printable)."""
+    return text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " "
+
+
 def clip(text: str, limit: int = MAX_WARNING) -> str:
     """One line of at most `limit` characters; an ellipsis marks a cut."""
-    line = " ".join(text.split())
+    line = text if _one_line(text) else " ".join(text.split())
     if len(line) <= limit:
         return line
     return line[: limit - len(_ELLIPSIS)].rstrip() + _ELLIPSIS
@@ -48,6 +54,7 @@ def fit_warnings(by_priority: Iterable[str], *, total: int = MAX_TOTAL) -> tuple
     return (*kept, f"pod-tailor: ... and {left} more not shown")
 
 
+@functools.lru_cache(maxsize=256)  # a handful of fixed keys and note targets
 def audit_key(text: str) -> str:
     """A valid name part of a qualified name (the API server prefixes the webhook's name and '/')."""
     key = _NOT_NAME_CHAR.sub("-", text).strip("-_.")[:63].strip("-_.")

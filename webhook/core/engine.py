@@ -44,6 +44,8 @@ from webhook.core.workload import WorkloadKey, pod_workload
 
 __all__ = ["decide", "tailor"]
 
+_FEATURES = frozenset(FEATURES)
+
 
 def _pod_level_resources(pod: Mapping[str, Any]) -> frozenset[str]:
     """Resources the author sized for the Pod as a whole (spec.resources): containers share that budget."""
@@ -86,7 +88,7 @@ def _tailor_checked(
     opt_out = exclusions(pod)
     if opt_out.skip_pod:
         return Decision(skipped="pod label pod-tailor.io/skip=true", policy=policy.name, workload=label)
-    unknown = opt_out.features - set(FEATURES)
+    unknown = opt_out.features - _FEATURES
     if unknown:
         warnings.append(f"unknown feature(s) in pod-tailor.io/exclude: {', '.join(sorted(unknown))}")
     features = policy.features - opt_out.features

@@ -7,6 +7,7 @@ parent into the same op.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +25,7 @@ def _escape(part: str | int) -> str:
     return text
 
 
+@functools.lru_cache(maxsize=4096)  # paths hold indexes, not names: a few hundred distinct ones
 def pointer(path: Path) -> str:
     """RFC 6901 pointer for `path`, escaping `~` and `/` in keys (`pod-tailor.io~1injected`)."""
     return "/" + "/".join(map(_escape, path)) if path else ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -49,10 +50,7 @@ class ContainerRef:
     group: str  # "containers" | "initContainers"
     index: int
     body: Mapping[str, Any]
-
-    @property
-    def name(self) -> str:
-        return str(self.body.get("name", ""))
+    name: str  # read many times per decision: kept, not looked up
 
     @property
     def path(self) -> tuple[str | int, ...]:
@@ -118,7 +116,7 @@ def containers(pod: Mapping[str, Any]) -> Iterator[ContainerRef]:
     spec = pod["spec"]
     for group in ("initContainers", "containers"):
         for index, body in enumerate(spec.get(group) or ()):
-            yield ContainerRef(group, index, body)
+            yield ContainerRef(group, index, body, str(body.get("name", "")))
 
 
 def is_long_running(pod: Mapping[str, Any]) -> bool:
@@ -151,8 +149,12 @@ _SIDE_PORT_WORDS = frozenset(
 
 def is_side_port(port: Mapping[str, Any]) -> bool:
     """A port named like metrics/admin/debug/pprof/health (`metrics`, `http-metrics`, `admin-api`)."""
-    words = re.split(r"[-_.]", str(port.get("name", "")).lower())
-    return any(word in _SIDE_PORT_WORDS for word in words)
+    return _side_name(str(port.get("name", "")))
+
+
+@functools.lru_cache(maxsize=1024)  # a cluster names its ports with a few dozen words
+def _side_name(name: str) -> bool:
+    return any(word in _SIDE_PORT_WORDS for word in re.split(r"[-_.]", name.lower()))
 
 
 def serving_port(

@@ -218,18 +218,20 @@ def size_container(
         base = (*ref.path, "resources")
         basis = Basis.HELD if candidate.held else Basis.HISTORY if candidate.from_profile else Basis.POLICY
         if request_is_ours and new_request != request:
-            patch.set((*base, "requests", resource), render(resource, new_request))
+            text = render(resource, new_request)
+            patch.set((*base, "requests", resource), text)
             injections.append(
                 Injection(
                     ref.name,
                     f"requests.{resource}",
-                    render(resource, new_request),
+                    text,
                     candidate.source + request_note + no_limit_note,
                     Basis.LIMIT_RANGE if _LIMIT_RANGE in request_note else basis,
                 )
             )
         if new_limit is not None and new_limit != limit:
-            patch.set((*base, "limits", resource), render(resource, new_limit))
+            text = render(resource, new_limit)
+            patch.set((*base, "limits", resource), text)
             limit_basis = (
                 Basis.LIMIT_RANGE
                 if _LIMIT_RANGE in limit_note
@@ -239,7 +241,7 @@ def size_container(
             )
             injections.append(
                 Injection(
-                    ref.name, f"limits.{resource}", render(resource, new_limit), limit_note, limit_basis
+                    ref.name, f"limits.{resource}", text, limit_note, limit_basis
                 )
             )
     return injections, warnings
