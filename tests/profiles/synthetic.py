@@ -32,6 +32,10 @@ def noise(seed: int, k: int) -> float:
     return x / 2**32
 
 
+HPA_INFO = "kube_horizontalpodautoscaler_info"
+HPA_MAX = "kube_horizontalpodautoscaler_spec_max_replicas"
+
+
 @dataclass
 class Pod:
     name: str
@@ -51,6 +55,7 @@ class Workload:
     owners: bool = False  # emit kube-state-metrics owner series (else identity comes from pod names)
     requests: dict[str, tuple[float, int]] = field(default_factory=dict)  # container -> (cores, bytes)
     labels: dict[str, str] = field(default_factory=dict)  # on every series, e.g. {"cluster": "prod-eu"}
+    hpa: bool = False  # an HPA scales it: kube-state-metrics' HPA series over the workload's life
 
 
 @dataclass
@@ -132,6 +137,16 @@ def write_openmetrics(workloads: list[Workload], out: IO[str], *, step: int) -> 
                 families["kube_replicaset_owner"] += [
                     f"kube_replicaset_owner{labels} 1 {first + i * step}" for i in range(3)
                 ]
+        if wl.hpa:
+            first, last = min(p.start for p in wl.pods), max(p.end for p in wl.pods)
+            api = "apps/v1" if wl.kind in ("Deployment", "StatefulSet", "ReplicaSet") else "batch/v1"
+            hpa = _labels(namespace=wl.namespace, horizontalpodautoscaler=wl.name, **wl.labels)
+            info = _labels(namespace=wl.namespace, horizontalpodautoscaler=wl.name,
+                           scaletargetref_api_version=api, scaletargetref_kind=wl.kind,
+                           scaletargetref_name=wl.name, **wl.labels)
+            for t in range(first + step // 2, last, step):
+                for metric, labels, value in ((HPA_INFO, info, 1), (HPA_MAX, hpa, 10)):
+                    families[metric].append(f"{metric}{labels} {value} {t}")
     for name, lines in families.items():
         family, kind = (name[: -len("_total")], "counter") if name.endswith("_total") else (name, "gauge")
         out.write(f"# TYPE {family} {kind}\n")

@@ -23,7 +23,8 @@ from webhook.core.profile import ContainerProfile, Recommendation
 from webhook.core.workload import WorkloadKey
 from webhook.profiles.build import BuildResult
 from webhook.profiles.identity import Owners
-from webhook.profiles.totals import attach_totals, group_of
+from webhook.profiles.prometheus import Sample
+from webhook.profiles.totals import attach_totals, group_of, hpa_scope, scope_pattern
 
 HALF = scenarios.STEP // 2
 
@@ -58,7 +59,6 @@ def replayed() -> dict[tuple[str, str], tuple[float, float]]:
         ("Deployment", "checkout", "app"),
         ("Deployment", "checkout", "envoy"),
         ("StatefulSet", "db", "postgres"),
-        ("CronJob", "nightly", "job"),
     ],
 )
 def test_the_peak_total_is_the_peak_of_the_pods_summed_at_each_step(
@@ -84,6 +84,43 @@ def test_replicas_add_up_and_a_rollouts_replicasets_add_up_too(built: BuildResul
 
     assert totals("steady") > Decimal("0.4")  # two replicas of 0.2-0.25 cores
     assert totals("checkout") > Decimal("3.2")  # four replicas of up to 1.2 cores, across ReplicaSets
+
+
+@pytest.mark.parametrize(("kind", "name"), [("Deployment", "spiky"), ("CronJob", "nightly")])
+def test_no_totals_are_asked_for_a_workload_no_hpa_scales(built: BuildResult, kind: str, name: str) -> None:
+    """Only an HPA's headroom check reads totals; kube-state-metrics says which workloads HPAs scale."""
+    for profile in built.document.workloads[WorkloadKey("shop", kind, name)].containers.values():
+        assert isinstance(profile, Recommendation)
+        assert profile.totals is None
+
+
+def sample(stat: str, value: float = 1.0, **labels: str) -> Sample:
+    return Sample({"stat": stat, **labels}, value)
+
+
+class TestWhoseTotalsAreAsked:
+    @pytest.mark.parametrize(
+        ("samples", "scope"),
+        [
+            ([sample("target", namespace="shop", scaletargetref_kind="Deployment", scaletargetref_name="web"),
+              sample("hpas", 1), sample("pods", 40)], frozenset({("shop", "web")})),
+            ([sample("pods", 40)], frozenset()),  # kube-state-metrics reports Pods and no HPA: none
+            ([sample("hpas", 2), sample("pods", 40)], None),  # HPAs without targets (an old version)
+            ([], None),  # no kube-state-metrics: every workload, as nothing says which are scaled
+        ],
+        ids=["the-scaled-workloads", "no-hpa", "hpas-of-unknown-target", "no-kube-state-metrics"],
+    )
+    def test_the_scope_is_what_kube_state_metrics_can_tell(
+        self, samples: list[Sample], scope: frozenset[tuple[str, str]] | None
+    ) -> None:
+        assert hpa_scope(samples) == scope
+
+    def test_the_pattern_matches_the_pods_of_every_scaled_workload_and_no_other(self) -> None:
+        pattern = re.compile(scope_pattern(frozenset({("shop", "web"), ("shop", "db.v2"), ("north", "api")})))
+        for pod in ("web-7d4b9c8f6-x7k2p", "db.v2-0", "api-5f6b7c8d9-b2n4q"):
+            assert pattern.fullmatch(pod)
+        for pod in ("webb-7d4b9c8f6-x7k2p", "dbxv2-0", "cart-5f6b7c8d9-b2n4q", "web"):
+            assert not pattern.fullmatch(pod)
 
 
 class TestGroups:

@@ -25,7 +25,7 @@ from webhook.profiles.checkpoint import Checkpoint, checkpoint_key
 from webhook.profiles.connection import PrometheusConnection
 from webhook.profiles.identity import Owners
 from webhook.profiles.passes import Meter, Passes
-from webhook.profiles.prometheus import Prometheus, PrometheusError
+from webhook.profiles.prometheus import Prometheus, PrometheusError, Sample
 from webhook.profiles.shards import Shard, estimate, plan
 from webhook.profiles.slices import (
     SeriesId,
@@ -38,7 +38,7 @@ from webhook.profiles.slices import (
 from webhook.profiles.store import ProfileDocument, WorkloadEntry
 from webhook.profiles.strategy import ContainerHistory, SeriesStats, StrategySettings, recommend
 from webhook.profiles.summarize import summarize
-from webhook.profiles.totals import STEP, attach_totals, fetch_totals
+from webhook.profiles.totals import STEP, Scope, attach_totals, fetch_totals, hpa_scope
 
 __all__ = ["BuildResult", "BuildSettings", "IncrementalBuild", "build_profiles"]
 
@@ -307,6 +307,14 @@ def _totals_pieces(settings: BuildSettings, live: dict[str, float], *, interval:
     return max(1, min(-(-int(cost) // settings.max_samples), window // 3600))
 
 
+def _scope(asked: Future[list[Sample]]) -> Scope:
+    """Which workloads' totals to ask for (`totals.hpa_scope`); every one when Prometheus cannot say."""
+    try:
+        return hpa_scope(asked.result())
+    except PrometheusError:
+        return None
+
+
 def build_profiles(
     prom: Prometheus,
     settings: BuildSettings,
@@ -343,6 +351,7 @@ def build_profiles(
         owners_f = pool.submit(prom.instant, queries.owners_query(ns, span=window), at=end)
         oom_f = pool.submit(prom.instant, queries.oom_kills(ns, span=window), at=end)
         requests_f = pool.submit(prom.instant, queries.requests_query(ns, span=window), at=end)
+        hpas_f = pool.submit(prom.instant, queries.hpa_targets(ns, span=window), at=end)
         # The scrape interval and the live series size the big passes (and the rate window every CPU
         # query uses): asked first, it is one small query.
         per_hour, live = 0.0, {}
@@ -361,7 +370,8 @@ def build_profiles(
                 settings = dataclasses.replace(settings, rate_window=queries.promql_duration(rate))
         totals_f = pool.submit(fetch_totals, prom, namespaces=ns, window=window, step=step,
                                rate_window=rate, end=end, recorded=settings.cpu_rate_metric,
-                               progress=progress, pieces=_totals_pieces(settings, live, interval=interval))
+                               progress=progress, pieces=_totals_pieces(settings, live, interval=interval),
+                               scope=_scope(hpas_f))
         passes = _planned_passes(prom, settings, live=live, interval=interval, end=end, progress=progress,
                                  checkpoint=working, meter=meter)
         reading: list[Future[dict[SeriesId, list[list[tuple[float, float]]]]]] = []

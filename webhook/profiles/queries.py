@@ -17,6 +17,7 @@ __all__ = [
     "MEMORY_METRIC",
     "cpu_stats",
     "duration",
+    "hpa_targets",
     "memory_stats",
     "namespaces_query",
     "owners_query",
@@ -249,6 +250,27 @@ def owners_query(namespaces: Sequence[str], *, span: int) -> str:
     return _union(f"max_over_time({series}[{window}])" for series in (pods, sets, jobs))
 
 
+HPA_INFO_METRIC = "kube_horizontalpodautoscaler_info"  # kube-state-metrics 2.x: the HPA's scale target
+HPA_METRIC = "kube_horizontalpodautoscaler_spec_max_replicas"  # every kube-state-metrics version has it
+
+
+def hpa_targets(namespaces: Sequence[str], *, span: int) -> str:
+    """What the HPAs of the window scale (`stat="target"`, by namespace, kind and name), how many HPAs
+    there are (`stat="hpas"`) and whether kube-state-metrics reports Pods at all (`stat="pods"`): few
+    series, one request."""
+    window = promql_duration(span)
+    info = selector(HPA_INFO_METRIC, namespaces, containers=False)
+    hpas = selector(HPA_METRIC, namespaces, containers=False)
+    pods = selector("kube_pod_owner", namespaces, containers=False)
+    return _union([
+        stat_label(f"max by (namespace, scaletargetref_kind, scaletargetref_name) "
+                   f"(max_over_time({info}[{window}]))", "target"),
+        stat_label(f"count(max_over_time({hpas}[{window}]))", "hpas"),
+        # Only the last hour: presence, not history (one series per Pod).
+        stat_label(f"count(last_over_time({pods}[{promql_duration(min(span, 3600))}]))", "pods"),
+    ])
+
+
 def namespaces_query(*, span: int) -> str:
     """The namespaces that have container memory data in the window (to split a too-large build)."""
     return f"count by (namespace) (max_over_time({selector(MEMORY_METRIC)}[{promql_duration(span)}]))"
@@ -321,7 +343,8 @@ POD_GROUP = "(.+?)(?:-[bcdfghjklmnpqrstvwxz2456789]{6,10})?-[^-]+"
 
 
 def usage_totals(
-    namespaces: Sequence[str], *, span: int, step: int, rate_window: int, recorded: str | None = None
+    namespaces: Sequence[str], *, span: int, step: int, rate_window: int, recorded: str | None = None,
+    pod_pattern: str | None = None,
 ) -> str:
     """Per namespace, Pod group and container: the peak over `span` of the usage summed over the Pods.
 
@@ -336,8 +359,8 @@ def usage_totals(
     def grouped(expression: str) -> str:
         return f'label_replace({expression}, "{GROUP_LABEL}", "$1", "pod", "{POD_GROUP}")'
 
-    cpu = cpu_usage(namespaces, rate_window=rate_window, recorded=recorded)
-    memory = selector(MEMORY_METRIC, namespaces)
+    cpu = cpu_usage(namespaces, rate_window=rate_window, recorded=recorded, pod_pattern=pod_pattern)
+    memory = selector(MEMORY_METRIC, namespaces, pod_pattern=pod_pattern)
     return _union(
         stat_label(f"max_over_time(sum by ({by}) ({grouped(usage)}){sub})", stat)
         for stat, usage in (("cpu", cpu), ("memory", memory))

@@ -23,11 +23,13 @@ from webhook.core.profile import ContainerProfile, Recommendation, UsageTotals
 from webhook.core.workload import WorkloadKey
 from webhook.profiles import queries
 from webhook.profiles.identity import Owners
-from webhook.profiles.prometheus import Prometheus, PrometheusError, TooManySamplesError
+from webhook.profiles.prometheus import Prometheus, PrometheusError, Sample, TooManySamplesError
 from webhook.profiles.slices import SeriesId
 from webhook.profiles.strategy import round_up
 
-__all__ = ["STEP", "Peaks", "attach_totals", "fetch_totals", "group_of"]
+__all__ = [
+    "STEP", "Peaks", "Scope", "attach_totals", "fetch_totals", "group_of", "hpa_scope", "scope_pattern",
+]
 
 STEP = 300  # the totals' resolution at least: a peak of the whole moves slowly, and each step costs a pass
 _MIN_SPAN = 3600
@@ -41,6 +43,43 @@ def group_of(pod: str) -> str:
     return found[1] if found else ""
 
 
+# The workloads whose totals are worth asking for: None for every one (which HPAs exist is unknown),
+# else the (namespace, name) pairs HPAs scale, maybe none.
+Scope = frozenset[tuple[str, str]] | None
+
+
+def hpa_scope(samples: Iterable[Sample]) -> Scope:
+    """From `queries.hpa_targets`: what the window's HPAs scale; None when that cannot be known.
+
+    Known when kube-state-metrics names the targets, or reports Pods but no HPA at all (then nothing
+    is scaled). An HPA without its target (kube-state-metrics before `..._info`) or no
+    kube-state-metrics at all leaves it unknown.
+    """
+    targets: set[tuple[str, str]] = set()
+    hpas = pods = 0.0
+    for sample in samples:
+        stat = sample.labels.get("stat")
+        if stat == "target":
+            namespace, name = sample.labels.get("namespace", ""), sample.labels.get("scaletargetref_name", "")
+            if namespace and name:
+                targets.add((namespace, name))
+        elif stat == "hpas":
+            hpas = sample.value
+        elif stat == "pods":
+            pods = sample.value
+    if targets or (pods and not hpas):
+        return frozenset(targets)
+    return None
+
+
+def scope_pattern(scope: frozenset[tuple[str, str]]) -> str:
+    """The Pods of the scaled workloads by name (`<name>-...`, whatever the controller); a Pod of
+    another workload whose name starts the same way is summed into its own group, which costs a little
+    and changes nothing (`attach_totals` maps groups to workloads)."""
+    names = sorted({name for _, name in scope})
+    return "(?:" + "|".join(re.escape(name) for name in names) + ")-.+"
+
+
 def fetch_totals(
     prom: Prometheus,
     *,
@@ -52,10 +91,19 @@ def fetch_totals(
     recorded: str | None = None,
     progress: Callable[[str], None] = lambda _: None,
     pieces: int = 1,
+    scope: Scope = None,
 ) -> Peaks:
     """The peak totals over the window, asked in `pieces` time slices (the peak of their peaks is the
     window's); empty (and said) if Prometheus cannot answer: they only add a warning at admission, so
-    a build never fails for them."""
+    a build never fails for them.
+
+    Only an HPA's headroom check reads them, so with a known `scope` only the scaled workloads' Pods
+    are summed, and nothing is asked when no HPA scales anything.
+    """
+    if scope is not None and not scope:
+        progress("  workload totals: no HPA in these namespaces, none asked")
+        return {}
+    pattern = scope_pattern(scope) if scope else None
     step = max(step, STEP)
     peaks: Peaks = defaultdict(dict)
     lock = threading.Lock()  # pieces are asked two at a time (the client bounds the build's queries)
@@ -63,7 +111,7 @@ def fetch_totals(
     def ask(lo: float, hi: float) -> None:
         span = round(hi - lo)
         query = queries.usage_totals(
-            namespaces, span=span, step=step, rate_window=rate_window, recorded=recorded
+            namespaces, span=span, step=step, rate_window=rate_window, recorded=recorded, pod_pattern=pattern
         )
         try:
             answer = prom.instant(query, at=hi)
@@ -92,7 +140,8 @@ def fetch_totals(
     except PrometheusError as exc:
         progress(f"  workload totals not read ({exc}); the HPA headroom check has no data this build")
         return {}
-    progress(f"  workload totals: {len(peaks)} group containers")
+    scaled = f", the Pods of {len(scope)} workloads HPAs scale" if scope else ""
+    progress(f"  workload totals: {len(peaks)} group containers{scaled}")
     return dict(peaks)
 
 
