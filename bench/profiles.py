@@ -50,6 +50,8 @@ SAFE = "bcdfghjklmnpqrstvwxz2456789"
 POD_LIFE = 2 * DAY
 RS_LIFE = 5 * DAY
 RECORDED = "node_namespace_pod_container:container_cpu_usage_seconds_total:sum_irate"
+HPA_INFO = "kube_horizontalpodautoscaler_info"
+HPA_MAX = "kube_horizontalpodautoscaler_spec_max_replicas"
 
 
 def _name(rng: random.Random, length: int) -> str:
@@ -97,10 +99,11 @@ class History:
     step: int
     families: list[str]
     counters: dict[tuple[str, str], float] = field(default_factory=dict)
+    hpa_share: float = 0.0  # this share of the workloads (every n-th) has an HPA: kube-state-metrics' series
 
     @classmethod
     def build(cls, *, workloads: int, containers: int, replicas: int, start: int, end: int, step: int,
-              recorded: bool) -> History:
+              recorded: bool, hpa_share: float = 0.0) -> History:
         rng = random.Random(42)
         plan = []
         for w in range(workloads):
@@ -112,7 +115,7 @@ class History:
             plan.append((namespace, level, memory, pods))
         families = ["container_cpu_usage_seconds_total", "container_memory_working_set_bytes",
                     "container_start_time_seconds"] + ([RECORDED] if recorded else [])
-        return cls(plan, containers, step, families)
+        return cls(plan, containers, step, families, hpa_share=hpa_share)
 
     def write(self, out: IO[str], *, lo: int, hi: int) -> int:
         """Write the samples in [lo, hi) as one OpenMetrics file; returns how many.
@@ -150,8 +153,39 @@ class History:
                             self.counters[(pod, container)] = counter
                             out.write("".join(parts))
                         samples += len(times)
+        samples += self.write_hpas(out, lo=lo, hi=hi, eof=False)
         out.write("# EOF\n")
         return samples
+
+    def write_hpas(self, out: IO[str], *, lo: int, hi: int, eof: bool = True) -> int:
+        """kube-state-metrics' series of the HPAs (every n-th workload's, for `hpa_share`) in [lo, hi)."""
+        every = round(1 / self.hpa_share) if self.hpa_share > 0 else 0
+        chosen = [(ns, pods[0][0].rsplit("-", 2)[0]) for w, (ns, _, _, pods) in enumerate(self.plan)
+                  if every and w % every == 0]
+        times = range(lo - lo % self.step + self.step // 2, hi, self.step)
+        for family, value in ((HPA_INFO, 1), (HPA_MAX, 10)):
+            out.write(f"# TYPE {family} gauge\n")
+            for namespace, name in chosen:
+                labels = f'namespace="{namespace}",horizontalpodautoscaler="{name}"'
+                if family == HPA_INFO:
+                    labels += (',scaletargetref_api_version="apps/v1",scaletargetref_kind="Deployment",'
+                               f'scaletargetref_name="{name}"')
+                out.write("".join(f"{family}{{{labels}}} {value} {t}\n" for t in times))
+        if eof:
+            out.write("# EOF\n")
+        return 2 * len(chosen) * len(times)
+
+
+def backfill_hpas(history: History, data: Path, *, start: int, end: int) -> int:
+    """Add the HPA series to an existing history (one more set of blocks beside the days')."""
+    path = data.parent / "chunks" / "hpas.om"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as out:
+        samples = history.write_hpas(out, lo=start, hi=end + 1)
+    subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", "--max-block-duration=24h",
+                    str(path), str(data)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    path.unlink()
+    return samples
 
 
 def backfill_by_day(history: History, data: Path, *, start: int, end: int, parallel: int = 2) -> int:
@@ -269,6 +303,11 @@ def main() -> int:
     parser.add_argument("--plan-sample", type=float, default=1.0,
                         help="share of the containers the per-container plan asks (times scaled up) [1]")
     parser.add_argument("--resolution", type=int, default=300, help="seconds between samples [300]")
+    parser.add_argument(
+        "--hpa-share", type=float, default=0.25,
+        help="share of the workloads an HPA scales (kube-state-metrics' HPA series; added to a kept"
+        " history that lacks them) [0.25]",
+    )
     parser.add_argument("--keep", type=Path, help="keep (or reuse) the backfilled data here")
     parser.add_argument("--skip-build", action="store_true", help="only the lookup measurement")
     parser.add_argument("--prepare", action="store_true", help="only backfill the history into --keep")
@@ -296,9 +335,10 @@ def main() -> int:
             started = time.monotonic()
             history = History.build(workloads=args.workloads, containers=args.containers,
                                     replicas=args.replicas, start=start, end=end, step=step,
-                                    recorded=args.recorded)
+                                    recorded=args.recorded, hpa_share=args.hpa_share)
             samples = backfill_by_day(history, data, start=start, end=end)
             (root / "end").write_text(str(end))
+            (root / "hpas").write_text(str(args.hpa_share))
             print(f"generated and backfilled {samples:,} samples in {time.monotonic() - started:.0f}s "
                   "(one-day blocks, promtool)")
             if args.prepare:
@@ -306,6 +346,14 @@ def main() -> int:
         else:
             age = (time.time() - float((root / "end").read_text())) / 3600
             print(f"reusing the history in {data}, which ends {age:.1f} h ago")
+            if args.hpa_share > 0 and not (root / "hpas").exists():  # kept before HPAs were written
+                end = int((root / "end").read_text())
+                history = History.build(workloads=args.workloads, containers=args.containers,
+                                        replicas=args.replicas, start=end - span, end=end, step=step,
+                                        recorded=args.recorded, hpa_share=args.hpa_share)
+                added = backfill_hpas(history, data, start=end - span, end=end)
+                (root / "hpas").write_text(str(args.hpa_share))
+                print(f"added {added:,} samples of HPA series ({args.hpa_share:.0%} of the workloads)")
         if args.prometheus_cost:
             return _prometheus_cost(args, data, window=window, end=(root / "end").read_text())
         # No compaction of the one-day blocks during the build (a Prometheus with the default 15-day
