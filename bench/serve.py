@@ -396,6 +396,11 @@ def _median(results: list[Result], *, by: str) -> Result:
     return ordered[len(ordered) // 2]
 
 
+def cpu_ratio(ours: list[Result], theirs: list[Result]) -> float:
+    """Server CPU per request, theirs over ours: the median of the rounds' ratios."""
+    return statistics.median(n.cpu_us / o.cpu_us for o, n in zip(ours, theirs, strict=True))
+
+
 def _cpu_ratios(ours: list[Result], runs: dict[str, list[Result]]) -> str:
     """Server CPU per request, each null's over ours: the median of the rounds' ratios (a round's runs
     are seconds apart, so their ratio is the least disturbed by the host's drift)."""
@@ -536,11 +541,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if UNCACHED in throughput:
             print(f"  pod-tailor without its verdict cache (every Pod decided afresh): CPU per request "
                   f"{cpu[UNCACHED]:.0f} us; " + _cpu_ratios(runs[UNCACHED], runs) + "   (target >= 0.60)")
+            if (uncached := cpu_ratio(runs[UNCACHED], runs["null"])) < 0.6:
+                failures.append(f"uncached CPU ratio {uncached:.2f} < 0.6")
         if args.mix:
             shares = ", ".join(f"{share}% {kind}" for kind, share in SHARES.items())
             mix_us = statistics.median(r.cpu_us for r in mix_runs["pod-tailor"])
             print(f"  realistic mix ({shares}): CPU per request pod-tailor {mix_us:.0f} us; "
                   + _cpu_ratios(mix_runs["pod-tailor"], mix_runs) + "   (target >= 0.80)")
+            if (mixed := cpu_ratio(mix_runs["pod-tailor"], mix_runs["null"])) < 0.8:
+                failures.append(f"realistic-mix CPU ratio {mixed:.2f} < 0.8")
         print(f"\nfixed rate {args.rate:.0f} req/s (open loop, latency from the scheduled send time):")
         for name, result in steady.items():
             print(_row(name, result))

@@ -42,7 +42,13 @@ class Engine(Protocol):
     """`webhook.core.engine.decide`, or anything with its signature."""
 
     def __call__(
-        self, pod: Mapping[str, Any], *, namespace: str, cluster: ClusterSnapshot, profiles: ProfileSnapshot
+        self,
+        pod: Mapping[str, Any],
+        *,
+        namespace: str,
+        cluster: ClusterSnapshot,
+        profiles: ProfileSnapshot,
+        checked: bool = ...,
     ) -> tuple[NamespaceSettings, Decision]: ...
 
 
@@ -212,7 +218,9 @@ def admit(
     if problem is not None:
         return _bad(problem)
     try:
-        settings, decision = engine(inputs, namespace=review.namespace, cluster=cluster, profiles=profiles)
+        settings, decision = engine(
+            inputs, namespace=review.namespace, cluster=cluster, profiles=profiles, checked=True
+        )
     except Exception as exc:
         return _fault(review, ErrorReason.ENGINE, exc, workload=_workload_name(pod, review.namespace))
     try:

@@ -34,7 +34,7 @@ def _tokens(pointer: Any) -> tuple[str, ...]:
 
 
 def _step(node: Any, token: str) -> Any:
-    if isinstance(node, Mapping):
+    if isinstance(node, dict):
         return node.get(token, _MISSING)
     if isinstance(node, list) and token.isdigit() and int(token) < len(node):
         return node[int(token)]
@@ -75,7 +75,11 @@ def _full_check(pod: Mapping[str, Any], ops: Sequence[Mapping[str, Any]]) -> Non
 
 
 def check_patch(pod: Mapping[str, Any], ops: Sequence[Mapping[str, Any]]) -> None:
-    """Raise `PatchError` unless every op applies in order to `pod` (which is not modified)."""
+    """Raise `PatchError` unless every op applies in order to `pod` (which is not modified).
+
+    `pod` is decoded JSON (objects are dicts). Whether the values are JSON is not checked here:
+    encoding the patch (`response.encode_patch`) fails on anything else.
+    """
     added: dict[tuple[str, ...], Any] = {}
     walked: dict[tuple[str, ...], Any] = {}
     for op in ops:
@@ -88,10 +92,9 @@ def check_patch(pod: Mapping[str, Any], ops: Sequence[Mapping[str, Any]]) -> Non
         parent = _resolve(pod, tokens[:-1], added, walked)
         if isinstance(parent, list):
             return _full_check(pod, ops)  # list inserts shift indices; let jsonpatch judge
-        if not isinstance(parent, Mapping):
+        if not isinstance(parent, dict):
             raise PatchError(f"{op['path']}: the parent does not exist")
         if kind == "replace" and tokens not in added and tokens[-1] not in parent:
             raise PatchError(f"{op['path']}: replace of a member that does not exist")
-        orjson.dumps(op["value"])  # must be JSON
         added[tokens] = op["value"]
     return None

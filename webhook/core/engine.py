@@ -208,10 +208,13 @@ def decide(
     cluster: ClusterSnapshot,
     profiles: ProfileSnapshot,
     workload: WorkloadKey | None = None,
+    checked: bool = False,
 ) -> tuple[NamespaceSettings, Decision]:
     """Resolve the namespace's settings, facts and the workload's profiles from snapshots, then `tailor`.
 
     `workload` defaults to the Pod's own owner chain; the preview passes the manifest's workload.
+    `checked`: the caller found `malformed(pod)` None already (the admission path refuses such a Pod
+    with a 400 before deciding), so it is not checked twice.
     """
     settings = cluster.settings_for(namespace)
     policy = cluster.policies.get(settings.policy)
@@ -221,7 +224,7 @@ def decide(
         policy = cluster.policies.policies["default"]
     if settings.mode is Mode.OFF:
         return settings, Decision(skipped=f"namespace {namespace} is not opted in", policy=policy.name)
-    problem = malformed(pod)
+    problem = None if checked else malformed(pod)
     if problem is not None:
         return settings, Decision(skipped=f"not a usable Pod: {problem}", policy=policy.name)
     if workload is None:

@@ -25,7 +25,7 @@ _COUNTED = ("cpu", "memory")
 def _values(section: object) -> dict[str, Decimal]:
     found: dict[str, Decimal] = {}
     for name in _COUNTED:
-        raw = section.get(name) if isinstance(section, Mapping) else None
+        raw = section.get(name) if isinstance(section, dict) else None
         if raw is None:
             continue
         try:
@@ -53,7 +53,7 @@ def _class(parts: Iterable[tuple[dict[str, Decimal], dict[str, Decimal]]]) -> st
 def qos_class(pod: Mapping[str, Any], injections: Iterable[Injection]) -> str:
     """The class of `pod` with `injections` (requests.X / limits.X values) applied."""
     pod_level = pod["spec"].get("resources")
-    if isinstance(pod_level, Mapping) and (
+    if isinstance(pod_level, dict) and (
         _values(pod_level.get("requests")) or _values(pod_level.get("limits"))
     ):
         return _class([(_values(pod_level.get("requests")), _values(pod_level.get("limits")))])

@@ -29,6 +29,8 @@ def parse(value: object) -> Decimal:
 
     NaN and infinities are not quantities (Kubernetes' own parser refuses them).
     """
+    if type(value) is str and len(value) <= _CACHED_LENGTH:  # nearly every call: a short text
+        return _parse(value)
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise QuantityError(f"not a quantity: {_shown(value)}")
     if isinstance(value, str) and len(value) > _CACHED_LENGTH:
