@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = ["Basis", "Decision", "Injection", "Note", "PatchOp"]
 
@@ -20,9 +20,12 @@ class Basis(StrEnum):
     HELD = "held"  # an autoscaler owns the resource: the policy request, not history
 
 
-@dataclass(frozen=True, slots=True)
-class Injection:
-    """One injected value and where it came from, e.g. (app, requests.cpu, 250m, profile p95 over 14d)."""
+class Injection(NamedTuple):
+    """One injected value and where it came from, e.g. (app, requests.cpu, 250m, profile p95 over 14d).
+
+    A NamedTuple rather than a frozen dataclass: as immutable, and made in half the time (a decision
+    makes one per injected value).
+    """
 
     target: str  # container name, or "pod" for pod-level fields
     field: str  # e.g. "requests.cpu", "readinessProbe", "preStop", "terminationGracePeriodSeconds"
