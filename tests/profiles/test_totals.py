@@ -23,8 +23,8 @@ from webhook.core.profile import ContainerProfile, Recommendation
 from webhook.core.workload import WorkloadKey
 from webhook.profiles.build import BuildResult
 from webhook.profiles.identity import Owners
-from webhook.profiles.prometheus import Sample
-from webhook.profiles.totals import attach_totals, group_of, hpa_scope, scope_pattern
+from webhook.profiles.prometheus import Prometheus, Sample
+from webhook.profiles.totals import attach_totals, fetch_totals, group_of, hpa_scope, scope_pattern
 
 HALF = scenarios.STEP // 2
 
@@ -92,6 +92,36 @@ def test_no_totals_are_asked_for_a_workload_no_hpa_scales(built: BuildResult, ki
     for profile in built.document.workloads[WorkloadKey("shop", kind, name)].containers.values():
         assert isinstance(profile, Recommendation)
         assert profile.totals is None
+
+
+def test_a_scopes_totals_are_sliced_by_its_own_pods_and_the_slices_agree(history: History) -> None:
+    """Sliced as if every Pod were asked, a scope of a few workloads would be many small queries."""
+    scaled = ("steady", "checkout")
+    alive = sum(
+        len(wl.containers)
+        for wl in scenarios.workloads() if wl.namespace == "shop" and wl.name in scaled
+        for pod in wl.pods if pod.end > scenarios.END - 3600 and pod.start <= scenarios.END
+    )
+    asked: list[float] = []
+
+    def pieces(series: float) -> int:
+        asked.append(series)
+        return 3
+
+    prom = Prometheus(history.prometheus.url)
+    try:
+        peaks = fetch_totals(
+            prom, namespaces=("shop",), window=14 * scenarios.DAY, step=scenarios.STEP, rate_window=600,
+            end=scenarios.END, live=10_000, pieces=pieces,
+            scope=frozenset(("shop", name) for name in scaled),
+        )
+    finally:
+        prom.close()
+    assert asked == [10_000, alive]  # the estimate for everything, then the scope's own live series
+    for name, kind in (("steady", "Deployment"), ("checkout", "Deployment")):
+        cores, used = replayed()[(f"shop/{kind}/{name}", "app")]
+        assert abs(peaks[("shop", name, "app")]["cpu"] - cores) <= 0.002
+        assert abs(peaks[("shop", name, "app")]["memory"] - used) <= 16
 
 
 def sample(stat: str, value: float = 1.0, **labels: str) -> Sample:

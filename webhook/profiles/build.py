@@ -14,7 +14,7 @@ import dataclasses
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -141,10 +141,13 @@ def _seen_without_start(
 
 
 def _fetch_short_series(
-    prom: Prometheus, settings: BuildSettings, stats: StatsBySeries, *, end: float
+    prom: Prometheus, settings: BuildSettings, stats: StatsBySeries, *, end: float, pool: Executor
 ) -> None:
     """Replace the quantile summaries of short series by all their values (one range query per 500
-    Pods, or fewer: as many as keep its points under the build's sample budget)."""
+    Pods, or fewer: as many as keep its points under the build's sample budget).
+
+    The queries go through `pool`, as many at once as `prom` is bound to (`--prometheus-concurrency`).
+    """
     sizes = {sid: stats.samples(sid) for sid in stats}
     short, budget = [], settings.raw_budget
     for sid in sorted(sizes, key=lambda sid: (sizes[sid], sid)):
@@ -153,16 +156,19 @@ def _fetch_short_series(
         short.append(sid)
         budget -= sizes[sid]
     values: dict[SeriesId, list[float]] = defaultdict(list)
-    for chunk in _chunks(short, sizes, budget=settings.max_samples, pods=500):
-        query = queries.cpu_values(
+    step = queries.duration(settings.step)
+    window = queries.duration(settings.window)
+    asked = [
+        pool.submit(prom.range, queries.cpu_values(
             sorted({ns for ns, _ in chunk}) or settings.namespaces,
             [pod for _, pod in chunk],
             rate_window=queries.duration(settings.rate_window),
             recorded=settings.cpu_rate_metric,
-        )
-        step = queries.duration(settings.step)
-        window = queries.duration(settings.window)
-        for series in prom.range(query, start=end - window + step, end=end, step=step):
+        ), start=end - window + step, end=end, step=step)
+        for chunk in _chunks(short, sizes, budget=settings.max_samples, pods=500)
+    ]
+    for answer in asked:
+        for series in answer.result():
             found = series_id(series.labels)
             if found is not None:
                 values[found] += [max(v, 0.0) for _, v in series.points]
@@ -299,11 +305,12 @@ def _planned_passes(
                   progress=progress, checkpoint=checkpoint, meter=meter)
 
 
-def _totals_pieces(settings: BuildSettings, live: dict[str, float], *, interval: float) -> int:
-    """Time pieces that keep the totals' query under the budget (a peak of peaks is exact)."""
+def _totals_pieces(settings: BuildSettings, live: float, *, interval: float) -> int:
+    """Time pieces that keep the totals' query over `live` series under the budget (a peak of peaks
+    is exact)."""
     window = queries.duration(settings.window)
     resolution = min(max(queries.duration(settings.step), STEP), interval)
-    cost = 2 * estimate(sum(live.values()), span=window, resolution=resolution)  # cpu and memory
+    cost = 2 * estimate(live, span=window, resolution=resolution)  # cpu and memory
     return max(1, min(-(-int(cost) // settings.max_samples), window // 3600))
 
 
@@ -370,7 +377,8 @@ def build_profiles(
                 settings = dataclasses.replace(settings, rate_window=queries.promql_duration(rate))
         totals_f = pool.submit(fetch_totals, prom, namespaces=ns, window=window, step=step,
                                rate_window=rate, end=end, recorded=settings.cpu_rate_metric,
-                               progress=progress, pieces=_totals_pieces(settings, live, interval=interval),
+                               progress=progress, live=sum(live.values()),
+                               pieces=lambda n: _totals_pieces(settings, n, interval=interval),
                                scope=_scope(hpas_f))
         passes = _planned_passes(prom, settings, live=live, interval=interval, end=end, progress=progress,
                                  checkpoint=working, meter=meter)
@@ -388,7 +396,7 @@ def build_profiles(
         seen = _seen_without_start(prom, settings, found, end=end)
         stats = StatsBySeries(found, interval=interval, seen=seen, since=end - window,
                               grid=settings.strategy.quantile_grid())
-        _fetch_short_series(prom, settings, stats, end=end)
+        _fetch_short_series(prom, settings, stats, end=end, pool=pool)
         oom: dict[SeriesId, int] = {}
         for sample in oom_f.result():
             sid = series_id(sample.labels)

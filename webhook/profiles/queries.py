@@ -229,6 +229,12 @@ def scrape_interval(namespaces: Sequence[str]) -> str:
     )
 
 
+def live_series(namespaces: Sequence[str], *, pod_pattern: str) -> str:
+    """How many memory series of the Pods `pod_pattern` matches lived in the last hour: the share of
+    `scrape_interval`'s count a query over just those Pods reads."""
+    return f"count(last_over_time({selector(MEMORY_METRIC, namespaces, pod_pattern=pod_pattern)}[1h]))"
+
+
 def oom_kills(namespaces: Sequence[str], *, span: int) -> str:
     """1 for every container series whose last termination in the window was an OOM kill."""
     series = selector(OOM_METRIC, namespaces, reason="OOMKilled")

@@ -10,6 +10,7 @@ exactly the keys the profiles use. A group whose Pods belong to several workload
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import re
@@ -90,12 +91,14 @@ def fetch_totals(
     end: float,
     recorded: str | None = None,
     progress: Callable[[str], None] = lambda _: None,
-    pieces: int = 1,
+    live: float = 0.0,
+    pieces: Callable[[float], int] = lambda _: 1,
     scope: Scope = None,
 ) -> Peaks:
-    """The peak totals over the window, asked in `pieces` time slices (the peak of their peaks is the
-    window's); empty (and said) if Prometheus cannot answer: they only add a warning at admission, so
-    a build never fails for them.
+    """The peak totals over the window, asked in time slices (the peak of their peaks is the window's):
+    `pieces(n)` of them for `n` live series, `live` without a scope, else as many as the scope's Pods
+    have (one small count); empty (and said) if Prometheus cannot answer: they only add a warning at
+    admission, so a build never fails for them.
 
     Only an HPA's headroom check reads them, so with a known `scope` only the scaled workloads' Pods
     are summed, and nothing is asked when no HPA scales anything.
@@ -104,6 +107,12 @@ def fetch_totals(
         progress("  workload totals: no HPA in these namespaces, none asked")
         return {}
     pattern = scope_pattern(scope) if scope else None
+    if pattern is not None and pieces(live) > 1:
+        # Sliced as if every Pod were asked, the scope's queries would be many small ones, each
+        # paying the selection and the subquery's set-up again (22 instead of 6 at 2,000 workloads).
+        with contextlib.suppress(PrometheusError):
+            counted = prom.instant(queries.live_series(namespaces, pod_pattern=pattern), at=end)
+            live = min(live, counted[0].value) if counted else 0.0
     step = max(step, STEP)
     peaks: Peaks = defaultdict(dict)
     lock = threading.Lock()  # pieces are asked two at a time (the client bounds the build's queries)
@@ -131,8 +140,9 @@ def fetch_totals(
                 if key[0] and key[2] and stat in ("cpu", "memory"):
                     peaks[key][stat] = max(peaks[key].get(stat, 0.0), sample.value)
 
-    width = max(step, window // max(1, pieces) // step * step)
-    bounds = [end - window + i * width for i in range(max(1, pieces))] + [end]
+    sliced = max(1, pieces(live))
+    width = max(step, window // sliced // step * step)
+    bounds = [end - window + i * width for i in range(sliced)] + [end]
     try:
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="totals") as pool:
             pieces_asked = [(lo, hi) for lo, hi in itertools.pairwise(bounds) if hi > lo]
