@@ -111,7 +111,7 @@ def test_a_scopes_totals_are_sliced_by_its_own_pods_and_the_slices_agree(history
     prom = Prometheus(history.prometheus.url)
     try:
         peaks = fetch_totals(
-            prom, namespaces=("shop",), window=14 * scenarios.DAY, step=scenarios.STEP, rate_window=600,
+            prom, namespaces=("shop",), window=scenarios.END - scenarios.START, step=scenarios.STEP, rate_window=600,
             end=scenarios.END, live=10_000, pieces=pieces,
             scope=frozenset(("shop", name) for name in scaled),
         )
