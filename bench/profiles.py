@@ -52,6 +52,8 @@ RS_LIFE = 5 * DAY
 RECORDED = "node_namespace_pod_container:container_cpu_usage_seconds_total:sum_irate"
 HPA_INFO = "kube_horizontalpodautoscaler_info"
 HPA_MAX = "kube_horizontalpodautoscaler_spec_max_replicas"
+HPA_TARGET = "kube_horizontalpodautoscaler_spec_target_metric"
+HPA_ON_MEMORY = 5  # every 5th HPA scales on memory as well as cpu; the others on cpu only
 
 
 def _name(rng: random.Random, length: int) -> str:
@@ -157,13 +159,24 @@ class History:
         out.write("# EOF\n")
         return samples
 
-    def write_hpas(self, out: IO[str], *, lo: int, hi: int, eof: bool = True) -> int:
-        """kube-state-metrics' series of the HPAs (every n-th workload's, for `hpa_share`) in [lo, hi)."""
+    def write_hpas(
+        self, out: IO[str], *, lo: int, hi: int, eof: bool = True, metrics_only: bool = False
+    ) -> int:
+        """kube-state-metrics' series of the HPAs (every n-th workload's, for `hpa_share`) in [lo, hi):
+        their targets, max replicas and the metrics they scale on (`metrics_only`: just those)."""
         every = round(1 / self.hpa_share) if self.hpa_share > 0 else 0
         chosen = [(ns, pods[0][0].rsplit("-", 2)[0]) for w, (ns, _, _, pods) in enumerate(self.plan)
                   if every and w % every == 0]
         times = range(lo - lo % self.step + self.step // 2, hi, self.step)
-        for family, value in ((HPA_INFO, 1), (HPA_MAX, 10)):
+        written = 0
+        out.write(f"# TYPE {HPA_TARGET} gauge\n")
+        for index, (namespace, name) in enumerate(chosen):
+            for metric in ("cpu", "memory") if index % HPA_ON_MEMORY == 0 else ("cpu",):
+                labels = (f'namespace="{namespace}",horizontalpodautoscaler="{name}",metric_name="{metric}",'
+                          'metric_target_type="utilization"')
+                out.write("".join(f"{HPA_TARGET}{{{labels}}} 80 {t}\n" for t in times))
+                written += len(times)
+        for family, value in () if metrics_only else ((HPA_INFO, 1), (HPA_MAX, 10)):
             out.write(f"# TYPE {family} gauge\n")
             for namespace, name in chosen:
                 labels = f'namespace="{namespace}",horizontalpodautoscaler="{name}"'
@@ -171,17 +184,18 @@ class History:
                     labels += (',scaletargetref_api_version="apps/v1",scaletargetref_kind="Deployment",'
                                f'scaletargetref_name="{name}"')
                 out.write("".join(f"{family}{{{labels}}} {value} {t}\n" for t in times))
+                written += len(times)
         if eof:
             out.write("# EOF\n")
-        return 2 * len(chosen) * len(times)
+        return written
 
 
-def backfill_hpas(history: History, data: Path, *, start: int, end: int) -> int:
+def backfill_hpas(history: History, data: Path, *, start: int, end: int, metrics_only: bool = False) -> int:
     """Add the HPA series to an existing history (one more set of blocks beside the days')."""
     path = data.parent / "chunks" / "hpas.om"
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w") as out:
-        samples = history.write_hpas(out, lo=start, hi=end + 1)
+        samples = history.write_hpas(out, lo=start, hi=end + 1, metrics_only=metrics_only)
     subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", "--max-block-duration=24h",
                     str(path), str(data)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     path.unlink()
@@ -339,6 +353,7 @@ def main() -> int:
             samples = backfill_by_day(history, data, start=start, end=end)
             (root / "end").write_text(str(end))
             (root / "hpas").write_text(str(args.hpa_share))
+            (root / "hpa-metrics").write_text(str(HPA_ON_MEMORY))
             print(f"generated and backfilled {samples:,} samples in {time.monotonic() - started:.0f}s "
                   "(one-day blocks, promtool)")
             if args.prepare:
@@ -346,13 +361,16 @@ def main() -> int:
         else:
             age = (time.time() - float((root / "end").read_text())) / 3600
             print(f"reusing the history in {data}, which ends {age:.1f} h ago")
-            if args.hpa_share > 0 and not (root / "hpas").exists():  # kept before HPAs were written
+            # Kept before HPAs were written, or before the metrics they scale on were.
+            if args.hpa_share > 0 and not (root / "hpa-metrics").exists():
                 end = int((root / "end").read_text())
                 history = History.build(workloads=args.workloads, containers=args.containers,
                                         replicas=args.replicas, start=end - span, end=end, step=step,
                                         recorded=args.recorded, hpa_share=args.hpa_share)
-                added = backfill_hpas(history, data, start=end - span, end=end)
+                added = backfill_hpas(history, data, start=end - span, end=end,
+                                      metrics_only=(root / "hpas").exists())
                 (root / "hpas").write_text(str(args.hpa_share))
+                (root / "hpa-metrics").write_text(str(HPA_ON_MEMORY))
                 print(f"added {added:,} samples of HPA series ({args.hpa_share:.0%} of the workloads)")
         if args.prometheus_cost:
             return _prometheus_cost(args, data, window=window, end=(root / "end").read_text())

@@ -103,7 +103,7 @@ def workloads() -> list[Workload]:
                  [_full("diurnal-58c9d7b6f4-hq2zx"), _full("diurnal-58c9d7b6f4-lm4tw")], hpa=True),
         Workload("shop", "Deployment", "spiky", {"app": spiky},
                  [_full(f"spiky-6d5c4b7f9-{s}") for s in ("wq9zt", "pk4xr", "mn7vh")]),
-        Workload("shop", "Deployment", "jvm", {"app": jvm}, jvm_pods, hpa=True),
+        Workload("shop", "Deployment", "jvm", {"app": jvm}, jvm_pods, hpa=True, hpa_metrics=("cpu",)),
         Workload("shop", "Deployment", "growing", {"app": growing}, [_full("growing-84c7d9f5b6-zz2kq")]),
         Workload("shop", "Deployment", "oomy", {"app": oomy},
                  [Pod("oomy-5b7c9d8f6-tr5xw", START, END, oom=frozenset({"app"})),

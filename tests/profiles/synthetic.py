@@ -34,6 +34,7 @@ def noise(seed: int, k: int) -> float:
 
 HPA_INFO = "kube_horizontalpodautoscaler_info"
 HPA_MAX = "kube_horizontalpodautoscaler_spec_max_replicas"
+HPA_TARGET = "kube_horizontalpodautoscaler_spec_target_metric"
 
 
 @dataclass
@@ -56,6 +57,7 @@ class Workload:
     requests: dict[str, tuple[float, int]] = field(default_factory=dict)  # container -> (cores, bytes)
     labels: dict[str, str] = field(default_factory=dict)  # on every series, e.g. {"cluster": "prod-eu"}
     hpa: bool = False  # an HPA scales it: kube-state-metrics' HPA series over the workload's life
+    hpa_metrics: tuple[str, ...] = ("cpu", "memory")  # what the HPA scales on (`metric_name`)
 
 
 @dataclass
@@ -144,8 +146,13 @@ def write_openmetrics(workloads: list[Workload], out: IO[str], *, step: int) -> 
             info = _labels(namespace=wl.namespace, horizontalpodautoscaler=wl.name,
                            scaletargetref_api_version=api, scaletargetref_kind=wl.kind,
                            scaletargetref_name=wl.name, **wl.labels)
+            targets = [
+                (HPA_TARGET, _labels(namespace=wl.namespace, horizontalpodautoscaler=wl.name,
+                                     metric_name=name, metric_target_type="utilization", **wl.labels), 80)
+                for name in wl.hpa_metrics
+            ]
             for t in range(first + step // 2, last, step):
-                for metric, labels, value in ((HPA_INFO, info, 1), (HPA_MAX, hpa, 10)):
+                for metric, labels, value in ((HPA_INFO, info, 1), (HPA_MAX, hpa, 10), *targets):
                     families[metric].append(f"{metric}{labels} {value} {t}")
     for name, lines in families.items():
         family, kind = (name[: -len("_total")], "counter") if name.endswith("_total") else (name, "gauge")

@@ -69,8 +69,11 @@ def test_the_peak_total_is_the_peak_of_the_pods_summed_at_each_step(
     assert profile.totals is not None
     cores, used = replayed()[(f"shop/{kind}/{name}", container)]
     assert profile.totals.cpu is not None
-    assert profile.totals.memory is not None
     assert abs(float(profile.totals.cpu) - cores) <= 0.002, (profile.totals.cpu, cores)
+    if name == "jvm":  # its HPA scales on cpu only: the memory total is not asked
+        assert profile.totals.memory is None
+        return
+    assert profile.totals.memory is not None
     assert abs(float(profile.totals.memory) - used) <= 16, (profile.totals.memory, used)
 
 
@@ -111,37 +114,65 @@ def test_a_scopes_totals_are_sliced_by_its_own_pods_and_the_slices_agree(history
     prom = Prometheus(history.prometheus.url)
     try:
         peaks = fetch_totals(
-            prom, namespaces=("shop",), window=scenarios.END - scenarios.START, step=scenarios.STEP, rate_window=600,
-            end=scenarios.END, live=10_000, pieces=pieces,
-            scope=frozenset(("shop", name) for name in scaled),
+            prom, namespaces=("shop",), window=scenarios.END - scenarios.START, step=scenarios.STEP,
+            rate_window=600, end=scenarios.END, live=10_000, pieces=pieces,
+            scope={"cpu": frozenset(("shop", name) for name in scaled),
+                   "memory": frozenset({("shop", "steady")})},
         )
     finally:
         prom.close()
-    assert asked == [10_000, alive]  # the estimate for everything, then the scope's own live series
+    steady = sum(
+        len(wl.containers)
+        for wl in scenarios.workloads() if wl.namespace == "shop" and wl.name == "steady"
+        for pod in wl.pods if pod.end > scenarios.END - 3600 and pod.start <= scenarios.END
+    )
+    # The estimate for everything (both resources), then the scope's own live series per resource.
+    assert asked == [20_000, alive + steady]
     for name, kind in (("steady", "Deployment"), ("checkout", "Deployment")):
         cores, used = replayed()[(f"shop/{kind}/{name}", "app")]
         assert abs(peaks[("shop", name, "app")]["cpu"] - cores) <= 0.002
-        assert abs(peaks[("shop", name, "app")]["memory"] - used) <= 16
+        if name == "steady":
+            assert abs(peaks[("shop", name, "app")]["memory"] - used) <= 16
+        else:
+            assert "memory" not in peaks[("shop", name, "app")]
 
 
 def sample(stat: str, value: float = 1.0, **labels: str) -> Sample:
     return Sample({"stat": stat, **labels}, value)
 
 
+def target(name: str) -> Sample:
+    """An HPA named as the Deployment it scales."""
+    return sample("target", namespace="shop", horizontalpodautoscaler=name, scaletargetref_kind="Deployment",
+                  scaletargetref_name=name)
+
+
+def metric(hpa: str, name: str) -> Sample:
+    return sample("metric", 80, namespace="shop", horizontalpodautoscaler=hpa, metric_name=name)
+
+
+def both(scaled: set[tuple[str, str]]) -> dict[str, frozenset[tuple[str, str]]]:
+    return {"cpu": frozenset(scaled), "memory": frozenset(scaled)}
+
+
 class TestWhoseTotalsAreAsked:
     @pytest.mark.parametrize(
         ("samples", "scope"),
         [
-            ([sample("target", namespace="shop", scaletargetref_kind="Deployment", scaletargetref_name="web"),
-              sample("hpas", 1), sample("pods", 40)], frozenset({("shop", "web")})),
-            ([sample("pods", 40)], frozenset()),  # kube-state-metrics reports Pods and no HPA: none
+            ([target("web"), sample("hpas", 1), sample("pods", 40)], both({("shop", "web")})),
+            ([target("web"), metric("web", "cpu"), target("db"), metric("db", "cpu"), metric("db", "memory"),
+              sample("hpas", 2)],
+             {"cpu": frozenset({("shop", "web"), ("shop", "db")}), "memory": frozenset({("shop", "db")})}),
+            ([target("queue"), metric("queue", "kafka_lag"), sample("hpas", 1)], both(set())),
+            ([sample("pods", 40)], both(set())),  # kube-state-metrics reports Pods and no HPA: none
             ([sample("hpas", 2), sample("pods", 40)], None),  # HPAs without targets (an old version)
             ([], None),  # no kube-state-metrics: every workload, as nothing says which are scaled
         ],
-        ids=["the-scaled-workloads", "no-hpa", "hpas-of-unknown-target", "no-kube-state-metrics"],
+        ids=["metrics-unknown-both", "on-the-resources-its-metrics-name", "custom-metrics-only-none",
+             "no-hpa", "hpas-of-unknown-target", "no-kube-state-metrics"],
     )
     def test_the_scope_is_what_kube_state_metrics_can_tell(
-        self, samples: list[Sample], scope: frozenset[tuple[str, str]] | None
+        self, samples: list[Sample], scope: dict[str, frozenset[tuple[str, str]]] | None
     ) -> None:
         assert hpa_scope(samples) == scope
 

@@ -306,11 +306,11 @@ def _planned_passes(
 
 
 def _totals_pieces(settings: BuildSettings, live: float, *, interval: float) -> int:
-    """Time pieces that keep the totals' query over `live` series under the budget (a peak of peaks
-    is exact)."""
+    """Time pieces that keep the totals' query over `live` series (cpu and memory ones added up)
+    under the budget (a peak of peaks is exact)."""
     window = queries.duration(settings.window)
     resolution = min(max(queries.duration(settings.step), STEP), interval)
-    cost = 2 * estimate(live, span=window, resolution=resolution)  # cpu and memory
+    cost = estimate(live, span=window, resolution=resolution)
     return max(1, min(-(-int(cost) // settings.max_samples), window // 3600))
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 __all__ = [
     "CPU_METRIC",
@@ -229,10 +229,13 @@ def scrape_interval(namespaces: Sequence[str]) -> str:
     )
 
 
-def live_series(namespaces: Sequence[str], *, pod_pattern: str) -> str:
-    """How many memory series of the Pods `pod_pattern` matches lived in the last hour: the share of
-    `scrape_interval`'s count a query over just those Pods reads."""
-    return f"count(last_over_time({selector(MEMORY_METRIC, namespaces, pod_pattern=pod_pattern)}[1h]))"
+def live_series(namespaces: Sequence[str], *, pod_patterns: Mapping[str, str | None]) -> str:
+    """Per name (`stat`), how many memory series of the Pods its pattern matches lived in the last
+    hour: the share of `scrape_interval`'s count a query over just those Pods reads."""
+    def counted(pattern: str | None) -> str:
+        return f"count(last_over_time({selector(MEMORY_METRIC, namespaces, pod_pattern=pattern)}[1h]))"
+
+    return _union(stat_label(counted(pattern), name) for name, pattern in pod_patterns.items())
 
 
 def oom_kills(namespaces: Sequence[str], *, span: int) -> str:
@@ -258,19 +261,26 @@ def owners_query(namespaces: Sequence[str], *, span: int) -> str:
 
 HPA_INFO_METRIC = "kube_horizontalpodautoscaler_info"  # kube-state-metrics 2.x: the HPA's scale target
 HPA_METRIC = "kube_horizontalpodautoscaler_spec_max_replicas"  # every kube-state-metrics version has it
+# One series per metric an HPA scales on (`metric_name`: `cpu`, `memory` for Resource metrics).
+HPA_TARGET_METRIC = "kube_horizontalpodautoscaler_spec_target_metric"
 
 
 def hpa_targets(namespaces: Sequence[str], *, span: int) -> str:
-    """What the HPAs of the window scale (`stat="target"`, by namespace, kind and name), how many HPAs
-    there are (`stat="hpas"`) and whether kube-state-metrics reports Pods at all (`stat="pods"`): few
-    series, one request."""
+    """What the HPAs of the window scale (`stat="target"`, by namespace, HPA, kind and name) on which
+    metrics (`stat="metric"`, by namespace, HPA and metric name), how many HPAs there are
+    (`stat="hpas"`) and whether kube-state-metrics reports Pods at all (`stat="pods"`): few series,
+    one request. HPAs and their targets are matched in the build, not joined here: a join refuses a
+    whole answer for one HPA whose target changed within the window."""
     window = promql_duration(span)
     info = selector(HPA_INFO_METRIC, namespaces, containers=False)
+    metrics = selector(HPA_TARGET_METRIC, namespaces, containers=False)
     hpas = selector(HPA_METRIC, namespaces, containers=False)
     pods = selector("kube_pod_owner", namespaces, containers=False)
     return _union([
-        stat_label(f"max by (namespace, scaletargetref_kind, scaletargetref_name) "
+        stat_label(f"max by (namespace, horizontalpodautoscaler, scaletargetref_kind, scaletargetref_name) "
                    f"(max_over_time({info}[{window}]))", "target"),
+        stat_label(f"max by (namespace, horizontalpodautoscaler, metric_name) "
+                   f"(max_over_time({metrics}[{window}]))", "metric"),
         stat_label(f"count(max_over_time({hpas}[{window}]))", "hpas"),
         # Only the last hour: presence, not history (one series per Pod).
         stat_label(f"count(last_over_time({pods}[{promql_duration(min(span, 3600))}]))", "pods"),
@@ -350,7 +360,7 @@ POD_GROUP = "(.+?)(?:-[bcdfghjklmnpqrstvwxz2456789]{6,10})?-[^-]+"
 
 def usage_totals(
     namespaces: Sequence[str], *, span: int, step: int, rate_window: int, recorded: str | None = None,
-    pod_pattern: str | None = None,
+    pod_patterns: Mapping[str, str | None] | None = None,
 ) -> str:
     """Per namespace, Pod group and container: the peak over `span` of the usage summed over the Pods.
 
@@ -358,6 +368,8 @@ def usage_totals(
     (`web-7d4b9c8f6-x7k2p` -> `web`, `db-1` -> `db`), so the ReplicaSets of one Deployment add up
     during a rollout; the build maps each group to the workload of its Pods (`webhook.profiles.totals`).
     A subquery at `step` (coarser than the usage passes: a peak of the whole, not a percentile).
+    `pod_patterns`: per resource (`cpu`, `memory`), the Pods to sum (None: every one); a resource it
+    leaves out is not asked. None asks both over every Pod.
     """
     sub = f"[{promql_duration(span)}:{promql_duration(step)}]"
     by = f"namespace, {GROUP_LABEL}, container"
@@ -365,9 +377,13 @@ def usage_totals(
     def grouped(expression: str) -> str:
         return f'label_replace({expression}, "{GROUP_LABEL}", "$1", "pod", "{POD_GROUP}")'
 
-    cpu = cpu_usage(namespaces, rate_window=rate_window, recorded=recorded, pod_pattern=pod_pattern)
-    memory = selector(MEMORY_METRIC, namespaces, pod_pattern=pod_pattern)
+    patterns = dict.fromkeys(("cpu", "memory")) if pod_patterns is None else pod_patterns
+    usage = {
+        "cpu": lambda pattern: cpu_usage(namespaces, rate_window=rate_window, recorded=recorded,
+                                         pod_pattern=pattern),
+        "memory": lambda pattern: selector(MEMORY_METRIC, namespaces, pod_pattern=pattern),
+    }
     return _union(
-        stat_label(f"max_over_time(sum by ({by}) ({grouped(usage)}){sub})", stat)
-        for stat, usage in (("cpu", cpu), ("memory", memory))
+        stat_label(f"max_over_time(sum by ({by}) ({grouped(usage[stat](patterns[stat]))}){sub})", stat)
+        for stat in ("cpu", "memory") if stat in patterns
     )

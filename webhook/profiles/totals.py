@@ -16,7 +16,7 @@ import itertools
 import re
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterable, MutableMapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 
@@ -44,33 +44,48 @@ def group_of(pod: str) -> str:
     return found[1] if found else ""
 
 
+RESOURCES = ("cpu", "memory")
 # The workloads whose totals are worth asking for: None for every one (which HPAs exist is unknown),
-# else the (namespace, name) pairs HPAs scale, maybe none.
-Scope = frozenset[tuple[str, str]] | None
+# else per resource the (namespace, name) pairs HPAs scale on it, maybe none.
+Scope = Mapping[str, frozenset[tuple[str, str]]] | None
 
 
 def hpa_scope(samples: Iterable[Sample]) -> Scope:
-    """From `queries.hpa_targets`: what the window's HPAs scale; None when that cannot be known.
+    """From `queries.hpa_targets`: what the window's HPAs scale, on which resource; None when that
+    cannot be known.
 
     Known when kube-state-metrics names the targets, or reports Pods but no HPA at all (then nothing
-    is scaled). An HPA without its target (kube-state-metrics before `..._info`) or no
-    kube-state-metrics at all leaves it unknown.
+    is scaled). An HPA is counted on the resources its metrics name (`cpu`, `memory`; none when it
+    scales on other metrics only), and on both when kube-state-metrics lists none of its metrics. An
+    HPA without its target (kube-state-metrics before `..._info`) or no kube-state-metrics at all
+    leaves it unknown.
     """
-    targets: set[tuple[str, str]] = set()
+    targets: dict[tuple[str, str], set[tuple[str, str]]] = defaultdict(set)  # (ns, hpa) -> its targets
+    metrics: dict[tuple[str, str], set[str]] = defaultdict(set)  # (ns, hpa) -> the metrics it scales on
     hpas = pods = 0.0
     for sample in samples:
-        stat = sample.labels.get("stat")
+        labels = sample.labels
+        stat = labels.get("stat")
+        hpa = (labels.get("namespace", ""), labels.get("horizontalpodautoscaler", ""))
         if stat == "target":
-            namespace, name = sample.labels.get("namespace", ""), sample.labels.get("scaletargetref_name", "")
-            if namespace and name:
-                targets.add((namespace, name))
+            name = labels.get("scaletargetref_name", "")
+            if hpa[0] and name:
+                targets[hpa].add((hpa[0], name))
+        elif stat == "metric":
+            metrics[hpa].add(labels.get("metric_name", ""))
         elif stat == "hpas":
             hpas = sample.value
         elif stat == "pods":
             pods = sample.value
-    if targets or (pods and not hpas):
-        return frozenset(targets)
-    return None
+    if not targets and not (pods and not hpas):
+        return None
+    scope: dict[str, set[tuple[str, str]]] = {resource: set() for resource in RESOURCES}
+    for hpa, scaled in targets.items():
+        named = metrics.get(hpa)  # an HPA's name unknown (an old query's answer): no metrics known
+        for resource in RESOURCES:
+            if not named or resource in named:
+                scope[resource] |= scaled
+    return {resource: frozenset(found) for resource, found in scope.items()}
 
 
 def scope_pattern(scope: frozenset[tuple[str, str]]) -> str:
@@ -100,19 +115,24 @@ def fetch_totals(
     have (one small count); empty (and said) if Prometheus cannot answer: they only add a warning at
     admission, so a build never fails for them.
 
-    Only an HPA's headroom check reads them, so with a known `scope` only the scaled workloads' Pods
-    are summed, and nothing is asked when no HPA scales anything.
+    Only an HPA's headroom check reads them, so with a known `scope` only the Pods of the workloads
+    HPAs scale on a resource are summed for it, and nothing is asked when no HPA scales anything.
+    `live`: the series of one resource; `pieces` is given what all the resources asked add up to.
     """
-    if scope is not None and not scope:
-        progress("  workload totals: no HPA in these namespaces, none asked")
+    if scope is not None and not any(scope.values()):
+        progress("  workload totals: no HPA scales on cpu or memory in these namespaces, none asked")
         return {}
-    pattern = scope_pattern(scope) if scope else None
-    if pattern is not None and pieces(live) > 1:
+    patterns: dict[str, str | None] = (
+        dict.fromkeys(RESOURCES) if scope is None
+        else {resource: scope_pattern(scaled) for resource, scaled in scope.items() if scaled}
+    )
+    asked = len(patterns) * live
+    if scope is not None and pieces(asked) > 1:
         # Sliced as if every Pod were asked, the scope's queries would be many small ones, each
         # paying the selection and the subquery's set-up again (22 instead of 6 at 2,000 workloads).
         with contextlib.suppress(PrometheusError):
-            counted = prom.instant(queries.live_series(namespaces, pod_pattern=pattern), at=end)
-            live = min(live, counted[0].value) if counted else 0.0
+            counted = prom.instant(queries.live_series(namespaces, pod_patterns=patterns), at=end)
+            asked = min(asked, sum(sample.value for sample in counted))
     step = max(step, STEP)
     peaks: Peaks = defaultdict(dict)
     lock = threading.Lock()  # pieces are asked two at a time (the client bounds the build's queries)
@@ -120,7 +140,8 @@ def fetch_totals(
     def ask(lo: float, hi: float) -> None:
         span = round(hi - lo)
         query = queries.usage_totals(
-            namespaces, span=span, step=step, rate_window=rate_window, recorded=recorded, pod_pattern=pattern
+            namespaces, span=span, step=step, rate_window=rate_window, recorded=recorded,
+            pod_patterns=patterns,
         )
         try:
             answer = prom.instant(query, at=hi)
@@ -140,7 +161,7 @@ def fetch_totals(
                 if key[0] and key[2] and stat in ("cpu", "memory"):
                     peaks[key][stat] = max(peaks[key].get(stat, 0.0), sample.value)
 
-    sliced = max(1, pieces(live))
+    sliced = max(1, pieces(asked))
     width = max(step, window // sliced // step * step)
     bounds = [end - window + i * width for i in range(sliced)] + [end]
     try:
@@ -150,7 +171,11 @@ def fetch_totals(
     except PrometheusError as exc:
         progress(f"  workload totals not read ({exc}); the HPA headroom check has no data this build")
         return {}
-    scaled = f", the Pods of {len(scope)} workloads HPAs scale" if scope else ""
+    scaled = (
+        ", the Pods of the workloads HPAs scale (" + ", ".join(
+            f"{len(scope.get(resource, ()))} on {resource}" for resource in RESOURCES) + ")"
+        if scope is not None else ""
+    )
     progress(f"  workload totals: {len(peaks)} group containers{scaled}")
     return dict(peaks)
 
