@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -25,7 +25,7 @@ from webhook.profiles.checkpoint import Checkpoint, checkpoint_key
 from webhook.profiles.connection import PrometheusConnection
 from webhook.profiles.identity import Owners
 from webhook.profiles.passes import Meter, Passes
-from webhook.profiles.prometheus import Prometheus, PrometheusError, Sample
+from webhook.profiles.prometheus import Prometheus, PrometheusError, Sample, Series
 from webhook.profiles.shards import Shard, estimate, plan
 from webhook.profiles.slices import (
     SeriesId,
@@ -158,20 +158,30 @@ def _fetch_short_series(
     values: dict[SeriesId, list[float]] = defaultdict(list)
     step = queries.duration(settings.step)
     window = queries.duration(settings.window)
-    asked = [
-        pool.submit(prom.range, queries.cpu_values(
+    chunks = _chunks(short, sizes, budget=settings.max_samples, pods=500)
+
+    def ask(chunk: list[tuple[str, str]]) -> Future[list[Series]]:
+        query = queries.cpu_values(
             sorted({ns for ns, _ in chunk}) or settings.namespaces,
             [pod for _, pod in chunk],
             rate_window=queries.duration(settings.rate_window),
             recorded=settings.cpu_rate_metric,
-        ), start=end - window + step, end=end, step=step)
-        for chunk in _chunks(short, sizes, budget=settings.max_samples, pods=500)
-    ]
-    for answer in asked:
-        for series in answer.result():
+        )
+        return pool.submit(prom.range, query, start=end - window + step, end=end, step=step)
+
+    # As many asked at once as `prom` lets run (`--prometheus-concurrency`), each answer read as soon
+    # as it is next: never more answers held than queries in flight (a 20,000-workload build has dozens).
+    asked: deque[Future[list[Series]]] = deque(ask(chunk) for chunk in chunks[: max(1, settings.concurrency)])
+    waiting = deque(chunks[len(asked):])
+    while asked:
+        answer = asked.popleft().result()
+        if waiting:
+            asked.append(ask(waiting.popleft()))
+        for series in answer:
             found = series_id(series.labels)
             if found is not None:
                 values[found] += [max(v, 0.0) for _, v in series.points]
+        del answer
     for sid in short:
         if values.get(sid):
             parts = stats[sid]
