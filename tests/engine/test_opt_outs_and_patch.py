@@ -128,3 +128,14 @@ class TestPatchShape:
         builder = PatchBuilder({"spec": {"terminationGracePeriodSeconds": 30}})
         builder.set(("spec", "terminationGracePeriodSeconds"), 35)
         assert builder.ops == ({"op": "replace", "path": "/spec/terminationGracePeriodSeconds", "value": 35},)
+
+    @pytest.mark.parametrize(
+        ("spec", "op"),
+        [({"terminationGracePeriodSeconds": 30}, "replace"), ({"terminationGracePeriodSeconds": None}, "add"),
+         ({}, "add")],
+        ids=["a-value", "null", "absent"],
+    )
+    def test_a_member_held_as_null_is_added_like_an_absent_one(self, spec: dict[str, Any], op: str) -> None:
+        builder = PatchBuilder({"spec": spec})
+        builder.set(("spec", "terminationGracePeriodSeconds"), 35)
+        assert builder.ops == ({"op": op, "path": "/spec/terminationGracePeriodSeconds", "value": 35},)
