@@ -95,6 +95,9 @@ class BoostController:
         self._seen: set[str] = set()  # uids counted as started
         self._deferred: set[str] = set()  # uids counted as deferred
         self._done: set[str] = set()  # uids finished, until the watch sees their label gone
+        # uid -> the resourceVersion a resize was asked at: until the watch brings a newer version of
+        # the Pod, a pass (woken by another Pod's event) must not ask the same resize again.
+        self._asked: dict[str, str] = {}
         listing = functools.partial(
             self.core.list_pod_for_all_namespaces, label_selector=f"{BOOSTED_LABEL}=true"
         )
@@ -117,6 +120,7 @@ class BoostController:
         pods = self.watched.objects()
         uids = {str((pod.get("metadata") or {}).get("uid")) for pod in pods}
         self._done &= uids
+        self._asked = {uid: version for uid, version in self._asked.items() if uid in uids}
         self.metrics.boosted.set(len(uids - self._done))
         for pod in pods:
             if self.stop.is_set() or not self.leading.is_set():
@@ -140,9 +144,12 @@ class BoostController:
             self._finish(pod, None, outcome="failed: unreadable record", failure="unreadable")
             return
         if not _steady_now(pod, record):
+            version = str(metadata.get("resourceVersion", ""))
+            if version and self._asked.get(uid) == version:
+                return  # asked already; the watch has not brought the Pod since
             due = revert_due(pod, record, now=self.clock())
-            if due.now:
-                self._resize(pod, record, why=due.why)
+            if due.now and self._resize(pod, record, why=due.why):
+                self._asked[uid] = version
             return
         pending = _condition(pod, "PodResizePending")
         if pending is not None and pending.get("reason") == "Infeasible":
@@ -158,7 +165,8 @@ class BoostController:
             seconds = max(0.0, self.clock() - started) if started is not None else 0.0
             self._finish(pod, record, outcome=f"reverted after {seconds:.0f}s", seconds=seconds)
 
-    def _resize(self, pod: Obj, record: BoostRecord, *, why: str) -> None:
+    def _resize(self, pod: Obj, record: BoostRecord, *, why: str) -> bool:
+        """Ask for the steady values; True when the API server took the resize."""
         ops = []
         for index, container in enumerate((pod.get("spec") or {}).get("containers") or ()):
             steady = next((s for s in record.containers if s.container == container.get("name")), None)
@@ -173,15 +181,16 @@ class BoostController:
             self.core.patch_namespaced_pod_resize(name, namespace, ops, _preload_content=False)
         except ApiException as exc:
             if exc.status == 404:
-                return  # gone: the watch drops it
+                return False  # gone: the watch drops it
             if exc.status == 422:
                 why = f"failed: resize refused: {_message(exc)}"
                 self._finish(pod, record, outcome=why, failure="refused")
-                return
+                return False
             self.metrics.failures.labels("error").inc()
             log.warning("boost: %s: resize failed (%s); tried again at the next pass", _name(pod), exc.status)
-            return
+            return False
         log.info("boost: %s: CPU given back (%s)", _name(pod), why)
+        return True
 
     def _finish(
         self, pod: Obj, record: BoostRecord | None, *, outcome: str, failure: str = "", seconds: float = 0.0
