@@ -27,6 +27,7 @@ from webhook.profiles.identity import Owners
 from webhook.profiles.passes import Meter, Passes
 from webhook.profiles.prometheus import Prometheus, PrometheusError, Sample, Series
 from webhook.profiles.shards import Shard, estimate, plan
+from webhook.profiles.sizing import read_scrape
 from webhook.profiles.slices import (
     SeriesId,
     SliceRecords,
@@ -324,6 +325,15 @@ def _totals_pieces(settings: BuildSettings, live: float, *, interval: float) -> 
     return max(1, min(-(-int(cost) // settings.max_samples), window // 3600))
 
 
+def _pods_known(asked: Future[list[Sample]]) -> float | None:
+    """How many Pods kube-state-metrics reported in the last hour (`queries.hpa_targets`); None if unknown."""
+    try:
+        found = [sample.value for sample in asked.result() if sample.labels.get("stat") == "pods"]
+    except PrometheusError:
+        return None
+    return found[0] if found else None
+
+
 def _scope(asked: Future[list[Sample]]) -> Scope:
     """Which workloads' totals to ask for (`totals.hpa_scope`); every one when Prometheus cannot say."""
     try:
@@ -370,13 +380,9 @@ def build_profiles(
         requests_f = pool.submit(prom.instant, queries.requests_query(ns, span=window), at=end)
         hpas_f = pool.submit(prom.instant, queries.hpa_targets(ns, span=window), at=end)
         # The scrape interval and the live series size the big passes (and the rate window every CPU
-        # query uses): asked first, it is one small query.
-        per_hour, live = 0.0, {}
-        for sample in prom.instant(queries.scrape_interval(ns), at=end):
-            if sample.labels.get("stat") == "per_hour":
-                per_hour = sample.value
-            elif sample.labels.get("stat") == "series":
-                live[sample.labels.get("namespace", "")] = sample.value
+        # query uses): asked first, one small query (its median over a share of the Pods, when
+        # kube-state-metrics says there are many).
+        per_hour, live = read_scrape(prom, ns, end=end, pods=_pods_known(hpas_f))
         interval = 3600 / per_hour if per_hour > 0 else float(step)
         rate = queries.duration(settings.rate_window)
         if not settings.cpu_rate_metric:

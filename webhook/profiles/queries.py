@@ -218,14 +218,16 @@ def coverage(namespaces: Sequence[str], *, span: int, coverage_step: int) -> str
     )
 
 
-def scrape_interval(namespaces: Sequence[str]) -> str:
+def scrape_interval(namespaces: Sequence[str], *, median_pattern: str | None = None) -> str:
     """Over the last hour: median samples per live memory series (`stat="per_hour"`: 3600 / this is the
-    scrape interval) and how many series each namespace has (`stat="series"`): what sizes the big
-    queries and plans their shards."""
-    per_series = f"count_over_time({selector(MEMORY_METRIC, namespaces)}[1h])"
+    scrape interval), over the Pods `median_pattern` matches (all without it), and how many series
+    each namespace has (`stat="series"`): what sizes the big queries and plans their shards."""
+    def per_series(pattern: str | None) -> str:
+        return f"count_over_time({selector(MEMORY_METRIC, namespaces, pod_pattern=pattern)}[1h])"
+
     return _union(
-        [stat_label(f"quantile(0.5, {per_series})", "per_hour"),
-         stat_label(f"count by (namespace) ({per_series})", "series")]
+        [stat_label(f"quantile(0.5, {per_series(median_pattern)})", "per_hour"),
+         stat_label(f"count by (namespace) ({per_series(None)})", "series")]
     )
 
 
