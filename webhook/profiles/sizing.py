@@ -5,19 +5,21 @@ query over the last hour of the memory series. Counting every namespace's series
 series once; the median samples per series (the scrape interval) needs only a handful of them, yet
 asked over every series it touched them all a second time: at 20,000 workloads (180,000 series)
 that query alone grew Prometheus by 373-421 MiB, and 266 MiB with the median taken over one
-Pod-name class. So with enough Pods (kube-state-metrics' count, asked already by the HPA query) the
-median reads one class of Pod names (`shards.Shard`), as many Pods as a few dozen per class; a
+Pod-name class. So with enough Pods (kube-state-metrics' count, asked already by the HPA query, else
+the Pod names of the last hour's memory series, an index lookup: +20 MiB and 0.2 s at that scale)
+the median reads one class of Pod names (`shards.Shard`), as many Pods as a few dozen per class; a
 class that comes back empty is asked again whole. cAdvisor's series are all scraped from the
 kubelets at one interval, so any sizable share of them gives the same median.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Sequence
 
 from webhook.profiles import queries
-from webhook.profiles.prometheus import Prometheus
+from webhook.profiles.prometheus import Prometheus, PrometheusError
 from webhook.profiles.shards import MAX_CLASSES, Shard
 
 __all__ = ["median_pattern", "read_scrape"]
@@ -37,7 +39,14 @@ def median_pattern(pods: float | None) -> str | None:
 def read_scrape(
     prom: Prometheus, namespaces: Sequence[str], *, end: float, pods: float | None
 ) -> tuple[float, dict[str, float]]:
-    """(samples per hour of a live series, live series per namespace); 0 samples when unknown."""
+    """(samples per hour of a live series, live series per namespace); 0 samples when unknown.
+
+    `pods`: how many Pods there are, if kube-state-metrics said; else they are listed.
+    """
+    if pods is None:
+        with contextlib.suppress(PrometheusError):  # a backend that cannot list: every Pod is read
+            memory = queries.selector(queries.MEMORY_METRIC, namespaces)
+            pods = len(prom.label_values("pod", match=memory, start=end - 3600, end=end))
     pattern = median_pattern(pods)
     per_hour, live = 0.0, {}
     for sample in prom.instant(queries.scrape_interval(namespaces, median_pattern=pattern), at=end):

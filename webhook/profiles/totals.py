@@ -110,10 +110,13 @@ def fetch_totals(
     pieces: Callable[[float], int] = lambda _: 1,
     scope: Scope = None,
 ) -> Peaks:
-    """The peak totals over the window, asked in time slices (the peak of their peaks is the window's):
-    `pieces(n)` of them for `n` live series, `live` without a scope, else as many as the scope's Pods
-    have (one small count); empty (and said) if Prometheus cannot answer: they only add a warning at
-    admission, so a build never fails for them.
+    """The peak totals over the window, asked in `pieces(n)` queries for `n` live series (`live`
+    without a scope, else as many as the scope's Pods have: one small count); empty (and said) if
+    Prometheus cannot answer: they only add a warning at admission, so a build never fails for them.
+
+    With a scope the queries are groups of its workloads (all the Pods of one workload are always
+    summed in one query), which bounds both the series and the steps a query holds; without one, or
+    with fewer workloads than queries, time slices (the peak of their peaks is the window's).
 
     Only an HPA's headroom check reads them, so with a known `scope` only the Pods of the workloads
     HPAs scale on a resource are summed for it, and nothing is asked when no HPA scales anything.
@@ -137,7 +140,7 @@ def fetch_totals(
     peaks: Peaks = defaultdict(dict)
     lock = threading.Lock()  # pieces are asked two at a time (the client bounds the build's queries)
 
-    def ask(lo: float, hi: float) -> None:
+    def ask(patterns: Mapping[str, str | None], lo: float, hi: float) -> None:
         span = round(hi - lo)
         query = queries.usage_totals(
             namespaces, span=span, step=step, rate_window=rate_window, recorded=recorded,
@@ -149,8 +152,8 @@ def fetch_totals(
             if span <= _MIN_SPAN:
                 raise
             middle = lo + (span // 2 // step) * step
-            ask(lo, middle)
-            ask(middle, hi)
+            ask(patterns, lo, middle)
+            ask(patterns, middle, hi)
             return
         with lock:
             for sample in answer:
@@ -161,13 +164,17 @@ def fetch_totals(
                 if key[0] and key[2] and stat in ("cpu", "memory"):
                     peaks[key][stat] = max(peaks[key].get(stat, 0.0), sample.value)
 
-    sliced = max(1, pieces(asked))
+    parts = max(1, pieces(asked))
+    groups = _groups(scope, parts) if scope is not None else [patterns]
+    sliced = max(1, min(-(-parts // len(groups)), window // _MIN_SPAN))
     width = max(step, window // sliced // step * step)
     bounds = [end - window + i * width for i in range(sliced)] + [end]
     try:
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="totals") as pool:
-            pieces_asked = [(lo, hi) for lo, hi in itertools.pairwise(bounds) if hi > lo]
-            list(pool.map(lambda piece: ask(*piece), pieces_asked))
+            asked_parts = [
+                (group, lo, hi) for group in groups for lo, hi in itertools.pairwise(bounds) if hi > lo
+            ]
+            list(pool.map(lambda part: ask(*part), asked_parts))
     except PrometheusError as exc:
         progress(f"  workload totals not read ({exc}); the HPA headroom check has no data this build")
         return {}
@@ -178,6 +185,22 @@ def fetch_totals(
     )
     progress(f"  workload totals: {len(peaks)} group containers{scaled}")
     return dict(peaks)
+
+
+def _groups(scope: Mapping[str, frozenset[tuple[str, str]]], parts: int) -> list[dict[str, str | None]]:
+    """The scope's workloads in at most `parts` groups of about equal size, as the patterns of each
+    group's Pods per resource (a resource only where some workload of the group is scaled on it)."""
+    workloads = sorted(set().union(*scope.values()))
+    count = max(1, min(parts, len(workloads)))
+    groups = []
+    for index in range(count):
+        chunk = frozenset(workloads[index * len(workloads) // count : (index + 1) * len(workloads) // count])
+        patterns: dict[str, str | None] = {
+            resource: scope_pattern(chunk & scaled) for resource, scaled in scope.items() if chunk & scaled
+        }
+        if patterns:
+            groups.append(patterns)
+    return groups
 
 
 def attach_totals(
