@@ -37,6 +37,9 @@ def test_settings(**overrides: object) -> BuildSettings:
         "window": "14d", "step": "5m", "rate_window": "10m", "coverage_step": "5m",
         "startup_lookback": "14d",
         "summary_days": 0,  # the drawable summaries' pass is tested on its own (test_summaries.py)
+        # The whole synthetic history (~520 k samples a pass) in one query, as the query counts below
+        # assume; splitting under a budget is tested with budgets of its own (test_gentle_builds.py).
+        "max_samples": 1_000_000,
         "strategy": strategy,
     }
     values.update(overrides)
