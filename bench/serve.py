@@ -396,17 +396,22 @@ def _median(results: list[Result], *, by: str) -> Result:
     return ordered[len(ordered) // 2]
 
 
+def _round_ratios(ours: list[Result], theirs: list[Result]) -> list[float]:
+    """Server CPU per request, theirs over ours, per round (a round's runs are seconds apart, so
+    their ratio is the least disturbed by the host's drift), in order."""
+    return sorted(n.cpu_us / o.cpu_us for o, n in zip(ours, theirs, strict=True))
+
+
 def cpu_ratio(ours: list[Result], theirs: list[Result]) -> float:
     """Server CPU per request, theirs over ours: the median of the rounds' ratios."""
-    return statistics.median(n.cpu_us / o.cpu_us for o, n in zip(ours, theirs, strict=True))
+    return statistics.median(_round_ratios(ours, theirs))
 
 
 def _cpu_ratios(ours: list[Result], runs: dict[str, list[Result]]) -> str:
-    """Server CPU per request, each null's over ours: the median of the rounds' ratios (a round's runs
-    are seconds apart, so their ratio is the least disturbed by the host's drift)."""
+    """Server CPU per request, each null's over ours: the median of the rounds' ratios, and them."""
     parts = []
     for null in ("null", PLAIN):
-        rounds = sorted(n.cpu_us / o.cpu_us for o, n in zip(ours, runs[null], strict=True))
+        rounds = _round_ratios(ours, runs[null])
         parts.append(f"{null} / ours {statistics.median(rounds):.2f} (rounds: "
                      + ", ".join(f"{r:.2f}" for r in rounds) + ")")
     return "CPU ratio " + "; ".join(parts)

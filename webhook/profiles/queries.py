@@ -379,13 +379,13 @@ def usage_totals(
     def grouped(expression: str) -> str:
         return f'label_replace({expression}, "{GROUP_LABEL}", "$1", "pod", "{POD_GROUP}")'
 
+    def usage(resource: str, pattern: str | None) -> str:
+        if resource == "cpu":
+            return cpu_usage(namespaces, rate_window=rate_window, recorded=recorded, pod_pattern=pattern)
+        return selector(MEMORY_METRIC, namespaces, pod_pattern=pattern)
+
     patterns = dict.fromkeys(("cpu", "memory")) if pod_patterns is None else pod_patterns
-    usage = {
-        "cpu": lambda pattern: cpu_usage(namespaces, rate_window=rate_window, recorded=recorded,
-                                         pod_pattern=pattern),
-        "memory": lambda pattern: selector(MEMORY_METRIC, namespaces, pod_pattern=pattern),
-    }
     return _union(
-        stat_label(f"max_over_time(sum by ({by}) ({grouped(usage[stat](patterns[stat]))}){sub})", stat)
+        stat_label(f"max_over_time(sum by ({by}) ({grouped(usage(stat, patterns[stat]))}){sub})", stat)
         for stat in ("cpu", "memory") if stat in patterns
     )

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from webhook.profiles import queries
-from webhook.profiles.prometheus import Prometheus, PrometheusError
+from webhook.profiles.prometheus import Prometheus, PrometheusError, Sample
 from webhook.profiles.shards import MAX_CLASSES, Shard
 
 __all__ = ["median_pattern", "read_scrape"]
@@ -48,14 +48,17 @@ def read_scrape(
             memory = queries.selector(queries.MEMORY_METRIC, namespaces)
             pods = len(prom.label_values("pod", match=memory, start=end - 3600, end=end))
     pattern = median_pattern(pods)
+    per_hour, live = _read(prom.instant(queries.scrape_interval(namespaces, median_pattern=pattern), at=end))
+    if per_hour <= 0 and pattern is not None and live:  # the class held no Pod: ask them all
+        per_hour, _ = _read(prom.instant(queries.scrape_interval(namespaces), at=end))
+    return per_hour, live
+
+
+def _read(answer: Iterable[Sample]) -> tuple[float, dict[str, float]]:
     per_hour, live = 0.0, {}
-    for sample in prom.instant(queries.scrape_interval(namespaces, median_pattern=pattern), at=end):
+    for sample in answer:
         if sample.labels.get("stat") == "per_hour":
             per_hour = sample.value
         elif sample.labels.get("stat") == "series":
             live[sample.labels.get("namespace", "")] = sample.value
-    if per_hour <= 0 and pattern is not None and live:  # the class held no Pod: ask them all
-        for sample in prom.instant(queries.scrape_interval(namespaces), at=end):
-            if sample.labels.get("stat") == "per_hour":
-                per_hour = sample.value
     return per_hour, live
