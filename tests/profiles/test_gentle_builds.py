@@ -27,7 +27,7 @@ import pytest
 import scenarios
 from conftest import test_settings
 from faultproxy import FaultProxy, prometheus_error
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from promserver import PromServer, backfill
 from synthetic import RECORDED_CPU, write_openmetrics
@@ -70,10 +70,13 @@ def _descend(shard: Shard, path: list[bool], namespaces: tuple[str, ...]) -> lis
     return out
 
 
-def _holds(shard: Shard, namespace: str, pod: str) -> bool:
+def _holds(shard: Shard, namespace: str, pod: str, container: str = "app") -> bool:
     pattern = shard.pod_pattern()
-    return (not shard.namespaces or namespace in shard.namespaces) and (
-        pattern is None or re.fullmatch(pattern, pod) is not None
+    named = container in shard.containers
+    return (
+        (not shard.namespaces or namespace in shard.namespaces)
+        and (not shard.containers or named != shard.other_containers)
+        and (pattern is None or re.fullmatch(pattern, pod) is not None)
     )
 
 
@@ -101,34 +104,54 @@ class TestShards:
         assert Shard().split(NAMESPACES) == [Shard(("north",)), Shard(("shop", "south"))]
         assert Shard(("shop",)).split() == [Shard(("shop",), (2, 0)), Shard(("shop",), (2, 1))]
 
+    def test_a_container_set_splits_into_halves_before_pod_classes(self) -> None:
+        shard = Shard(("shop",), containers=("app", "log", "proxy"))
+        assert shard.split() == [Shard(("shop",), containers=("app",)), Shard(("shop",), containers=("log", "proxy"))]
+        rest = Shard(("shop",), containers=("app",), other_containers=True)
+        assert rest.split() == [dataclasses.replace(rest, last=(2, 0)), dataclasses.replace(rest, last=(2, 1))]
+
     @pytest.mark.parametrize(
         ("series", "budget", "expected"),
         [
-            ({"a": 10, "b": 10}, 10_000_000, [Shard()]),  # a small cluster: one query, as always
-            ({"a": 100, "b": 100, "c": 100}, 2 * 100 * 4032, [Shard(("a", "b")), Shard(("c",))]),
-            ({"big": 100, "gone": 0}, 30 * 4032, [Shard(("big",), (4, i)) for i in range(4)]
+            ({"a": {"app": 10}, "b": {"app": 10}}, 10_000_000, [Shard()]),  # a small cluster: one query
+            ({"a": {"app": 100}, "b": {"app": 100}, "c": {"app": 100}}, 2 * 100 * 4032,
+             [Shard(("a", "b")), Shard(("c",))]),
+            # one container over the budget (3.3x): Pod-name classes with headroom (uneven over few Pods);
+            # a namespace without live series joins a group
+            ({"big": {"app": 100}, "gone": {}}, 30 * 4032, [Shard(("big",), (8, i)) for i in range(8)]
              + [Shard(("gone",))]),
+            # a namespace over the budget is split by container; the smallest group reads every other name
+            ({"big": {"app": 60, "proxy": 50, "log": 20}}, 80 * 4032,
+             [Shard(("big",), containers=("app", "log")),
+              Shard(("big",), containers=("app", "log"), other_containers=True)]),
+            # a container over the budget alone is cut into classes, the rest still by container
+            ({"big": {"app": 100, "log": 20}}, 30 * 4032,
+             [Shard(("big",), (8, i), containers=("app",)) for i in range(8)]
+             + [Shard(("big",), containers=("app",), other_containers=True)]),
         ],
     )
     def test_the_plan_packs_namespaces_and_cuts_the_ones_over_the_budget(
-        self, series: dict[str, float], budget: int, expected: list[Shard]
+        self, series: dict[str, dict[str, float]], budget: int, expected: list[Shard]
     ) -> None:
         assert plan(series, span=14 * 86_400, resolution=300, budget=budget) == sorted(expected)
 
-    @given(st.dictionaries(st.sampled_from("abcdefgh"), st.integers(0, 50_000), min_size=1),
-           st.integers(100_000, 50_000_000))
-    def test_every_namespace_is_planned_once_and_every_query_fits_the_budget(
-        self, series: dict[str, int], budget: int
+    @given(st.dictionaries(st.sampled_from("abcdefgh"),
+                           st.dictionaries(st.sampled_from(["app", "log", "proxy", "db"]), st.integers(0, 50_000)),
+                           min_size=1),
+           st.integers(100_000, 50_000_000),
+           st.sampled_from(["app", "log", "proxy", "db", "gone"]), POD_NAME)
+    @settings(deadline=None)  # up to 1,024 shards' patterns matched per example
+    def test_every_series_is_planned_once_and_every_query_fits_the_budget(
+        self, series: dict[str, dict[str, int]], budget: int, container: str, pod: str
     ) -> None:
         shards = plan(series, span=14 * 86_400, resolution=60, budget=budget)
-        for namespace, count in series.items():
-            holding = [s for s in shards if not s.namespaces or namespace in s.namespaces]
-            assert holding
-            assert all(s.classes == holding[0].classes for s in holding)
-            if holding[0].namespaces:
-                assert len(holding) == holding[0].classes
-            if count * 14 * 1440 / len(holding) > budget:  # only beyond 1,024 classes
-                assert len(holding) == MAX_CLASSES * MAX_CLASSES
+        for namespace, containers in series.items():
+            assert sum(_holds(s, namespace, pod, container) for s in shards) == 1  # never lost, never twice
+            for name, count in containers.items():
+                holding = [s for s in shards if (not s.namespaces or namespace in s.namespaces)
+                           and (not s.containers or (name in s.containers) != s.other_containers)]
+                if count * 14 * 1440 / len(holding) > budget:  # only beyond 1,024 classes
+                    assert len(holding) == MAX_CLASSES * MAX_CLASSES
 
 
 # --------------------------------------------------------------------------- against a real Prometheus

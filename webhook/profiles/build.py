@@ -27,7 +27,7 @@ from webhook.profiles.identity import Owners
 from webhook.profiles.passes import Meter, Passes
 from webhook.profiles.prometheus import Prometheus, PrometheusError, Sample, Series
 from webhook.profiles.shards import Shard, estimate, plan
-from webhook.profiles.sizing import read_scrape
+from webhook.profiles.sizing import Live, read_scrape
 from webhook.profiles.slices import (
     SeriesId,
     SliceRecords,
@@ -283,16 +283,16 @@ def _planned_passes(
     prom: Prometheus,
     settings: BuildSettings,
     *,
-    live: dict[str, float],
+    live: Live,
     interval: float,
     end: float,
     progress: Progress,
     checkpoint: Checkpoint | None,
     meter: Meter | None,
 ) -> Passes:
-    """The big passes' time slices and shards, from the live series of each namespace."""
+    """The big passes' time slices and shards, from the live series of each namespace and container."""
     window, step = queries.duration(settings.window), queries.duration(settings.step)
-    total = sum(live.values())
+    total = _total(live)
     slices = settings.slices or auto_slices(series=total, window=window, interval=interval,
                                             samples_per_query=settings.samples_per_query)
     span = window / slices
@@ -308,7 +308,7 @@ def _planned_passes(
 
     shards = [Shard()]
     if estimate(total, span=span, resolution=resolution) > settings.max_samples:
-        counts = dict.fromkeys(namespaces(), 0.0) | live
+        counts: Live = {namespace: {} for namespace in namespaces()} | live
         shards = plan(counts, span=span, resolution=resolution, budget=settings.max_samples)
     sharded = f" x {len(shards)} shards of <= {settings.max_samples:,} samples" if len(shards) > 1 else ""
     progress(f"  {total:.0f} live series every {interval:g}s: the big passes in {slices} slice(s)"
@@ -316,6 +316,10 @@ def _planned_passes(
     planned = dataclasses.replace(settings, slices=slices)
     return Passes(prom, settings=planned, end=end, shards=shards, namespaces=namespaces,
                   progress=progress, checkpoint=checkpoint, meter=meter)
+
+
+def _total(live: Live) -> float:
+    return sum(sum(containers.values()) for containers in live.values())
 
 
 # Prometheus' memory per sample of a totals query in flight, as a multiple of a big pass's: the
@@ -401,7 +405,7 @@ def build_profiles(
                 settings = dataclasses.replace(settings, rate_window=queries.promql_duration(rate))
         totals_f = pool.submit(fetch_totals, prom, namespaces=ns, window=window, step=step,
                                rate_window=rate, end=end, recorded=settings.cpu_rate_metric,
-                               progress=progress, live=sum(live.values()),
+                               progress=progress, live=_total(live),
                                pieces=lambda n: _totals_pieces(settings, n, interval=interval),
                                scope=_scope(hpas_f))
         passes = _planned_passes(prom, settings, live=live, interval=interval, end=end, progress=progress,

@@ -82,12 +82,12 @@ class Passes:
     def _ask(self, bounds: Bounds, shard: Shard) -> SliceRecords:
         """One shard of one slice: its memory and its CPU answer, joined per series."""
         lo, hi = bounds
-        span, pattern = round(hi - lo), shard.pod_pattern()
+        span = round(hi - lo)
         ns = shard.namespaces or self.settings.namespaces
         grid = self.settings.strategy.quantile_grid()
-        memory = queries.memory_stats(ns, span=span, latest=max(300, 2 * self.step), pod_pattern=pattern)
+        memory = queries.memory_stats(ns, span=span, latest=max(300, 2 * self.step), shard=shard)
         cpu = queries.cpu_stats(ns, span=span, step=self.step, rate_window=self.rate, quantiles=grid,
-                                recorded=self.settings.cpu_rate_metric, pod_pattern=pattern)
+                                recorded=self.settings.cpu_rate_metric, shard=shard)
         return joined(bounds, self._reduced(memory, hi), self._reduced(cpu, hi), grid=grid)
 
     def _read(

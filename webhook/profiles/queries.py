@@ -11,6 +11,10 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from webhook.profiles.shards import Shard
 
 __all__ = [
     "CPU_METRIC",
@@ -78,22 +82,36 @@ def _quote(value: str) -> str:
 
 def selector(
     metric: str, namespaces: Sequence[str] = (), *, containers: bool = True, pod_pattern: str | None = None,
-    **extra: str,
+    shard: Shard | None = None, **extra: str,
 ) -> str:
     """`metric{container!="",container!="POD",namespace=~"a|b"}`; no namespaces means all of them.
 
     `namespace` values are matched literally (regex-escaped); Prometheus anchors the regex.
-    `pod_pattern`: only the Pods whose name it matches (a shard, `webhook.profiles.shards`).
+    `pod_pattern`: only the Pods whose name it matches. `shard`: only its container names and Pods
+    (`webhook.profiles.shards`; its namespaces are the caller's to pass).
     """
     matchers = ['container!=""', 'container!="POD"'] if containers else []
     if len(namespaces) == 1:  # an equality matcher is cheaper and lets remote-read required_matchers apply
         matchers.append(f"namespace={_quote(namespaces[0])}")
     elif namespaces:
-        matchers.append(f"namespace=~{_quote('|'.join(re.escape(ns) for ns in sorted(namespaces)))}")
+        matchers.append(f"namespace=~{_quote(_literally(namespaces))}")
+    if shard is not None:
+        pod_pattern = shard.pod_pattern()
+        if shard.containers:  # literal alternatives: Prometheus looks each name up, no scan
+            one, many = ("!=", "!~") if shard.other_containers else ("=", "=~")
+            matchers.append(
+                f"container{one}{_quote(shard.containers[0])}" if len(shard.containers) == 1
+                else f"container{many}{_quote(_literally(shard.containers))}"
+            )
     if pod_pattern is not None:
         matchers.append(f"pod=~{_quote(pod_pattern)}")
     matchers += [f"{key}={_quote(value)}" for key, value in sorted(extra.items())]
     return f"{metric}{{{','.join(matchers)}}}"
+
+
+def _literally(values: Sequence[str]) -> str:
+    """A regular expression matching exactly these values."""
+    return "|".join(re.escape(value) for value in sorted(values))
 
 
 def stat_label(expression: str, stat: str) -> str:
@@ -107,14 +125,14 @@ def _union(parts: Iterable[str]) -> str:
 
 def cpu_usage(
     namespaces: Sequence[str], *, rate_window: int, recorded: str | None = None, pods: Sequence[str] = (),
-    pod_pattern: str | None = None,
+    pod_pattern: str | None = None, shard: Shard | None = None,
 ) -> str:
     """CPU cores per container: `rate()` over the cadvisor counter, or a recorded rate when one exists.
 
     kube-prometheus records `node_namespace_pod_container:container_cpu_usage_seconds_total:sum_irate`;
     reading such a gauge is a pass over raw samples instead of a `rate()` at every step.
     """
-    series = selector(recorded or CPU_METRIC, namespaces, pod_pattern=pod_pattern)
+    series = selector(recorded or CPU_METRIC, namespaces, pod_pattern=pod_pattern, shard=shard)
     if pods:
         series = series[:-1] + f",pod=~{_quote('|'.join(re.escape(p) for p in pods))}}}"
     return series if recorded else f"rate({series}[{promql_duration(rate_window)}])"
@@ -128,14 +146,14 @@ def cpu_stats(
     rate_window: int,
     quantiles: Sequence[float],
     recorded: str | None = None,
-    pod_pattern: str | None = None,
+    shard: Shard | None = None,
 ) -> str:
     """Per container: the given quantiles (1.0 = max) of its CPU usage over `span`.
 
     `by (namespace, pod, container)` keeps only the labels a build reads (cadvisor adds long `id`,
     `image`, `name` ones) and folds duplicates (a restart's new cgroup) into the higher value.
     """
-    usage = cpu_usage(namespaces, rate_window=rate_window, recorded=recorded, pod_pattern=pod_pattern)
+    usage = cpu_usage(namespaces, rate_window=rate_window, recorded=recorded, shard=shard)
     # A recorded gauge is read as it is; a rate needs a subquery at the usage resolution.
     sub = f"[{promql_duration(span)}]" if recorded else f"[{promql_duration(span)}:{promql_duration(step)}]"
     parts = [
@@ -158,7 +176,7 @@ def cpu_values(
 
 
 def memory_stats(
-    namespaces: Sequence[str], *, span: int, latest: int = 300, pod_pattern: str | None = None
+    namespaces: Sequence[str], *, span: int, latest: int = 300, shard: Shard | None = None
 ) -> str:
     """Per container series: peak working set, sample count, first and latest container start.
 
@@ -169,8 +187,8 @@ def memory_stats(
     only, which costs next to nothing.
     """
     window = promql_duration(span)
-    memory = selector(MEMORY_METRIC, namespaces, pod_pattern=pod_pattern)
-    start = selector(START_METRIC, namespaces, pod_pattern=pod_pattern)
+    memory = selector(MEMORY_METRIC, namespaces, shard=shard)
+    start = selector(START_METRIC, namespaces, shard=shard)
     return _union(
         [
             stat_label(f"max by ({_BY}) (max_over_time({memory}[{window}]))", "max"),
@@ -221,13 +239,14 @@ def coverage(namespaces: Sequence[str], *, span: int, coverage_step: int) -> str
 def scrape_interval(namespaces: Sequence[str], *, median_pattern: str | None = None) -> str:
     """Over the last hour: median samples per live memory series (`stat="per_hour"`: 3600 / this is the
     scrape interval), over the Pods `median_pattern` matches (all without it), and how many series
-    each namespace has (`stat="series"`): what sizes the big queries and plans their shards."""
+    each namespace's containers have (`stat="series"`): what sizes the big queries and plans their
+    shards."""
     def per_series(pattern: str | None) -> str:
         return f"count_over_time({selector(MEMORY_METRIC, namespaces, pod_pattern=pattern)}[1h])"
 
     return _union(
         [stat_label(f"quantile(0.5, {per_series(median_pattern)})", "per_hour"),
-         stat_label(f"count by (namespace) ({per_series(None)})", "series")]
+         stat_label(f"count by (namespace, container) ({per_series(None)})", "series")]
     )
 
 

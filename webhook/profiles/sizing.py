@@ -1,4 +1,4 @@
-"""What a build reads first: the scrape interval and the live series per namespace.
+"""What a build reads first: the scrape interval and the live series per namespace and container.
 
 They size the big passes (shards, the rate window), so they are asked before anything else, in one
 query over the last hour of the memory series. Counting every namespace's series touches every
@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from webhook.profiles import queries
 from webhook.profiles.prometheus import Prometheus, PrometheusError, Sample
 from webhook.profiles.shards import MAX_CLASSES, Shard
 
-__all__ = ["median_pattern", "read_scrape"]
+__all__ = ["Live", "median_pattern", "read_scrape"]
 
 _PODS_PER_CLASS = 64  # the fewest Pods a class should hold for its median to be the fleet's
 _WHOLE_BELOW = 2 * _PODS_PER_CLASS  # fewer Pods: every series is cheap to read
@@ -36,10 +37,14 @@ def median_pattern(pods: float | None) -> str | None:
     return Shard(last=(classes, 0)).pod_pattern()
 
 
+Live = dict[str, dict[str, float]]  # namespace -> container -> live series
+
+
 def read_scrape(
     prom: Prometheus, namespaces: Sequence[str], *, end: float, pods: float | None
-) -> tuple[float, dict[str, float]]:
-    """(samples per hour of a live series, live series per namespace); 0 samples when unknown.
+) -> tuple[float, Live]:
+    """(samples per hour of a live series, live series per namespace and container); 0 samples when
+    unknown.
 
     `pods`: how many Pods there are, if kube-state-metrics said; else they are listed.
     """
@@ -54,11 +59,11 @@ def read_scrape(
     return per_hour, live
 
 
-def _read(answer: Iterable[Sample]) -> tuple[float, dict[str, float]]:
-    per_hour, live = 0.0, {}
+def _read(answer: Iterable[Sample]) -> tuple[float, Live]:
+    per_hour, live = 0.0, defaultdict[str, dict[str, float]](dict)
     for sample in answer:
         if sample.labels.get("stat") == "per_hour":
             per_hour = sample.value
         elif sample.labels.get("stat") == "series":
-            live[sample.labels.get("namespace", "")] = sample.value
-    return per_hour, live
+            live[sample.labels.get("namespace", "")][sample.labels.get("container", "")] = sample.value
+    return per_hour, dict(live)
