@@ -92,8 +92,9 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--prometheus-max-samples", type=int, default=defaults.max_samples,
-        help="samples one query may touch: each slice is split by namespace, container and Pod-name classes"
-        f" to stay under it (Prometheus refuses 50 M by default, managed services less) [{defaults.max_samples}]",
+        help="samples one query may touch: each slice is split by namespace, container and Pod-name"
+        " classes to stay under it (Prometheus refuses 50 M by default, managed services less)"
+        f" [{defaults.max_samples}]",
     )
     parser.add_argument(
         "--prometheus-concurrency", type=int, default=defaults.concurrency,

@@ -328,11 +328,13 @@ def _total(live: Live) -> float:
 TOTALS_WEIGHT = 3
 
 
-def _totals_pieces(settings: BuildSettings, live: float, *, interval: float) -> int:
+def _totals_pieces(settings: BuildSettings, live: float) -> int:
     """Queries (workload groups or time slices: `totals.fetch_totals`) that keep the totals over `live`
-    series (cpu and memory ones added up) under the budget."""
+    series (cpu and memory ones added up) under the budget. The subquery holds a point per step of at
+    least `STEP`, however often the series are scraped (at 1-minute scrapes, counting a point per
+    sample planned 100 queries where 13 hold what one should: 200 workloads, 14 days)."""
     window = queries.duration(settings.window)
-    resolution = min(max(queries.duration(settings.step), STEP), interval)
+    resolution = max(queries.duration(settings.step), STEP)
     cost = TOTALS_WEIGHT * estimate(live, span=window, resolution=resolution)
     return max(1, -(-int(cost) // settings.max_samples))
 
@@ -406,7 +408,7 @@ def build_profiles(
         totals_f = pool.submit(fetch_totals, prom, namespaces=ns, window=window, step=step,
                                rate_window=rate, end=end, recorded=settings.cpu_rate_metric,
                                progress=progress, live=_total(live),
-                               pieces=lambda n: _totals_pieces(settings, n, interval=interval),
+                               pieces=lambda n: _totals_pieces(settings, n),
                                scope=_scope(hpas_f))
         passes = _planned_passes(prom, settings, live=live, interval=interval, end=end, progress=progress,
                                  checkpoint=working, meter=meter)

@@ -34,6 +34,7 @@ __all__ = [
 
 STEP = 300  # the totals' resolution at least: a peak of the whole moves slowly, and each step costs a pass
 _MIN_SPAN = 3600
+_DAY = 86_400
 _POD_GROUP = re.compile(queries.POD_GROUP)
 Peaks = dict[tuple[str, str, str], dict[str, float]]  # (namespace, group, container) -> stat -> peak
 
@@ -114,9 +115,9 @@ def fetch_totals(
     without a scope, else as many as the scope's Pods have: one small count); empty (and said) if
     Prometheus cannot answer: they only add a warning at admission, so a build never fails for them.
 
-    With a scope the queries are groups of its workloads (all the Pods of one workload are always
-    summed in one query), which bounds both the series and the steps a query holds; without one, or
-    with fewer workloads than queries, time slices (the peak of their peaks is the window's).
+    With a scope the queries are days (the peak of their peaks is the window's), then groups of its
+    workloads (all the Pods of one workload are always summed in one query): both bound the series
+    and the steps a query holds; without a scope, or with fewer workloads than queries, time slices.
 
     Only an HPA's headroom check reads them, so with a known `scope` only the Pods of the workloads
     HPAs scale on a resource are summed for it, and nothing is asked when no HPA scales anything.
@@ -165,7 +166,10 @@ def fetch_totals(
                     peaks[key][stat] = max(peaks[key].get(stat, 0.0), sample.value)
 
     parts = max(1, pieces(asked))
-    groups = _groups(scope, parts) if scope is not None else [patterns]
+    # Days first: a query over a day reads one or two of Prometheus' blocks, and the scope's pattern
+    # is run over the Pod names of each block a query reads (a group over the whole window reads all).
+    days = max(1, min(parts, window // _DAY)) if scope is not None else 1
+    groups = _groups(scope, -(-parts // days)) if scope is not None else [patterns]
     sliced = max(1, min(-(-parts // len(groups)), window // _MIN_SPAN))
     width = max(step, window // sliced // step * step)
     bounds = [end - window + i * width for i in range(sliced)] + [end]
