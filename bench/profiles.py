@@ -294,8 +294,8 @@ def _prometheus_cost(args: argparse.Namespace, data: Path, *, window: str, end: 
         cost.pod_tailor(data, window=window, step=args.resolution, end=end, extra=extra),
         cost.per_container_plan(data, containers=containers, window=window, step=args.resolution, end=end,
                                 sample=args.plan_sample),
-        cost.decode_floor(data, window=window, step=args.resolution, end=end,
-                          recorded=RECORDED if args.recorded else None),
+        *cost.decode_floor(data, window=window, step=args.resolution, end=end,
+                           recorded=RECORDED if args.recorded else None),
         cost.raw_read(data, window=window, end=end),
     ]
     cost.report(costs, scale=f"{args.workloads:,} workloads x {args.containers} containers, {window}")
