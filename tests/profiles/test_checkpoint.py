@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -15,7 +16,8 @@ from webhook.profiles import checkpoint
 from webhook.profiles.build import BuildResult, IncrementalBuild, build_profiles
 from webhook.profiles.checkpoint import SETTLE, Checkpoint
 from webhook.profiles.connection import PrometheusConnection
-from webhook.profiles.prometheus import Prometheus
+from webhook.profiles.prometheus import Prometheus, Sample, Series
+from webhook.profiles.queries import GROUP_LABEL
 from webhook.profiles.slices import DAY, SliceRecord, SliceRecords, aligned_cut, per_day
 from webhook.profiles.strategy import StrategySettings
 
@@ -239,6 +241,102 @@ class TestIncrementalBuilds:
         result = _build(history, later, end=scenarios.END + DAY)
         assert result.reused_slices == len(kept.slices) - 1  # the oldest day left the window
         assert min(lo for lo, _ in later.slices) > scenarios.END + DAY - 15 * DAY
+
+
+def _numbers(found: object) -> list[float]:
+    """Every number of a summary, in order (None as NaN-free -1: hours without a point)."""
+    out: list[float] = []
+    for value in dataclasses.asdict(found).values():  # type: ignore[call-overload]
+        items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else [value]
+        out += [-1.0 if item is None else float(item) for item in items if not isinstance(item, str)]
+    return out
+
+
+class TestTheOtherDailyReads:
+    """The workload totals' daily peaks and the summaries' hourly points are kept per whole UTC day."""
+
+    SETTINGS = test_settings(namespaces=("shop",), summary_days=7)
+
+    def _build(self, history: History, kept: Checkpoint, *, end: float = scenarios.END) -> list[str]:
+        """The queries a build asks (their texts), with `kept`; the result is checked by the caller."""
+        prom = Prometheus(history.prometheus.url)
+        asked: list[str] = []
+        instant, ranged = prom.instant, prom.range
+
+        def counted_instant(query: str, **kw: float) -> list[Sample]:
+            asked.append(query)
+            return instant(query, **kw)
+
+        def counted_range(query: str, **kw: float) -> list[Series]:
+            asked.append(query)
+            return ranged(query, **kw)  # type: ignore[arg-type]
+
+        prom.instant, prom.range = counted_instant, counted_range  # type: ignore[method-assign]
+        try:
+            self.result = build_profiles(prom, self.SETTINGS, end=end, checkpoint=kept)
+        finally:
+            prom.close()
+        return asked
+
+    def test_the_next_build_asks_the_totals_and_summaries_of_the_edge_days_only_and_agrees(
+        self, history: History
+    ) -> None:
+        kept = Checkpoint(self.SETTINGS.checkpoint_key(history.prometheus.url))
+        first = self._build(history, kept)
+        full = self.result
+        again = self._build(history, kept)
+        totals = [sum(GROUP_LABEL in q for q in asked) for asked in (first, again)]
+        summaries = [sum('"controller"' in q for q in asked) for asked in (first, again)]
+        assert totals[0] >= 14  # every day of the window asked ...
+        assert totals[1] <= 2  # ... then the partial days at its edges only
+        assert summaries[0] >= 7
+        assert summaries[1] <= 2
+        for key, entry in full.document.workloads.items():
+            again_entry = self.result.document.workloads[key]
+            assert again_entry.containers == entry.containers  # the totals included
+            # The summaries' days are cut at UTC midnight now, so their hourly means add up in
+            # another order: the same to the last bits.
+            assert set(again_entry.summaries) == set(entry.summaries)
+            for name, drawn in entry.summaries.items():
+                assert _numbers(again_entry.summaries[name]) == pytest.approx(_numbers(drawn), rel=1e-12)
+        assert any(entry.summaries for entry in full.document.workloads.values())
+        assert any(p.totals for e in full.document.workloads.values() for p in e.containers.values()
+                   if isinstance(p, Recommendation))
+
+    def test_kept_days_are_used_rather_than_asked_again(self, history: History) -> None:
+        kept = Checkpoint(self.SETTINGS.checkpoint_key(history.prometheus.url))
+        self._build(history, kept)
+        full = self.result
+        for kind, days in kept.days.items():  # every kept daily peak ten times higher
+            if kind.startswith("totals"):
+                for rows in days.values():
+                    for row in rows:
+                        row[3:] = [None if v is None else v * 10 for v in row[3:]]
+        self._build(history, kept)
+        grown = [
+            (self.result.document.workloads[key].containers[name], profile.totals.cpu)
+            for key, entry in full.document.workloads.items()
+            for name, profile in entry.containers.items()
+            if isinstance(profile, Recommendation) and profile.totals is not None and profile.totals.cpu
+        ]
+        assert grown
+        for new, old in grown:
+            assert isinstance(new, Recommendation)
+            assert new.totals is not None
+            assert new.totals.cpu is not None
+            assert new.totals.cpu > old
+
+    def test_days_survive_a_save_and_unused_kinds_and_old_days_are_dropped(self, tmp_path: Path) -> None:
+        working = Checkpoint("k")
+        working.keep_day("totals a", 2 * DAY, [["ns", "web", "app", 0.5, None]], end=3 * DAY)
+        working.keep_day("totals a", DAY, [["ns", "web", "app", 0.25, None]], end=3 * DAY)
+        working.keep_day("totals a", 3 * DAY, [["ns", "web", "app", 1.0, None]], end=3 * DAY)  # not settled
+        working.days["totals b"] = {2 * DAY: []}  # a scope this build did not ask
+        kept = Checkpoint("k")
+        kept.settle(working, before=1.5 * DAY)
+        checkpoint.save(kept, tmp_path / "c.json")
+        again = checkpoint.load(tmp_path / "c.json", key="k")
+        assert again.days == {"totals a": {2 * DAY: [["ns", "web", "app", 0.5, None]]}}
 
 
 class TestTheServersOwnBuilds:

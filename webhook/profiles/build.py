@@ -409,7 +409,7 @@ def build_profiles(
                                rate_window=rate, end=end, recorded=settings.cpu_rate_metric,
                                progress=progress, live=_total(live),
                                pieces=lambda n: _totals_pieces(settings, n),
-                               scope=_scope(hpas_f))
+                               scope=_scope(hpas_f), checkpoint=working)
         passes = _planned_passes(prom, settings, live=live, interval=interval, end=end, progress=progress,
                                  checkpoint=working, meter=meter)
         reading: list[Future[dict[SeriesId, list[list[tuple[float, float]]]]]] = []
@@ -462,7 +462,7 @@ def build_profiles(
     attach_totals(containers, totals_f.result(), owners=owners, series=stats)
     drawn = summarize(
         prom, namespaces=ns, rate_window=rate, recorded=settings.cpu_rate_metric, owners=owners,
-        end=end, days=settings.summary_days, progress=progress,
+        end=end, days=settings.summary_days, progress=progress, checkpoint=working,
     ) if settings.summary_days > 0 else {}
     unread = _unread_namespaces(passes)
     workloads = {
@@ -486,7 +486,7 @@ def build_profiles(
         f"in {time.monotonic() - started:.1f}s with {prom.queries} queries"
     )
     if checkpoint is not None and working is not None and not prom.warnings:
-        checkpoint.slices, checkpoint.unit = working.slices, working.unit
+        checkpoint.settle(working, before=end - window)
     return BuildResult(
         document=document,
         queries=prom.queries,

@@ -6,6 +6,11 @@ records of every whole slice of the aligned grid (`slices.aligned_cut`) that end
 kept in one local file, and the next build asks Prometheus only for the partial slices at the two
 edges of its window. It is a cache: a missing, unreadable or foreign file means a full build, never
 a wrong one, and the key below changes whenever what the records mean changes.
+
+The other reads of a build that a day's answer settles are kept the same way, per whole UTC day and
+by kind (`take_day`, `keep_day`): the workload totals' daily peaks (the window's peak is the peak of
+its days) and the summaries' hourly points. Without them, a build an hour later read 14 days of
+totals and 7 days of hourly usage again: 35 of its 56 s at 2,000 workloads and 1-minute data.
 """
 
 from __future__ import annotations
@@ -16,14 +21,15 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import orjson
 
-from webhook.profiles.slices import SeriesId, SliceRecord, SliceRecords, shared_id
+from webhook.profiles.slices import DAY, SeriesId, SliceRecord, SliceRecords, shared_id
 
 __all__ = ["SETTLE", "Checkpoint", "checkpoint_key", "default_checkpoint_path", "load", "save"]
 
-_VERSION = 3
+_VERSION = 4
 _ENV = "POD_TAILOR_CHECKPOINT"
 SETTLE = 3600  # a slice is kept once it ended this long before the build's end: late samples land first
 _Bounds = tuple[float, float]
@@ -38,6 +44,9 @@ class Checkpoint:
     note: str = ""  # why it is empty, when it was meant to be read
     reused: int = 0  # slices this build took from it (for the report)
     unit: int = 0  # the grid's slice width the kept slices were cut on (0: none yet)
+    # Per kind of read: the end of a whole UTC day -> that day's rows (JSON values).
+    days: dict[str, dict[float, list[Any]]] = field(default_factory=dict)
+    used: set[str] = field(default_factory=set)  # the kinds this build read or kept
 
     def grid_unit(self, needed: int) -> int:
         """The slice width to cut on: the kept one while it is no wider than `needed`.
@@ -52,7 +61,19 @@ class Checkpoint:
 
     def copy(self) -> Checkpoint:
         """Another checkpoint over the same slices (the records are shared: they never change)."""
-        return Checkpoint(self.key, dict(self.slices), note=self.note, unit=self.unit)
+        return Checkpoint(self.key, dict(self.slices), note=self.note, unit=self.unit,
+                          days={kind: dict(kept) for kind, kept in self.days.items()})
+
+    def take_day(self, kind: str, day_end: float) -> list[Any] | None:
+        """The rows kept of `kind` for the UTC day that ends at `day_end`, if any."""
+        self.used.add(kind)
+        return self.days.get(kind, {}).get(day_end)
+
+    def keep_day(self, kind: str, day_end: float, rows: list[Any], *, end: float) -> None:
+        """Keep `rows` if `day_end` ends a whole UTC day `SETTLE` before the build's `end`."""
+        self.used.add(kind)
+        if day_end % DAY == 0 and day_end <= end - SETTLE:
+            self.days.setdefault(kind, {})[day_end] = rows
 
     def take(self, bounds: _Bounds) -> SliceRecords | None:
         found = self.slices.get(bounds)
@@ -69,6 +90,14 @@ class Checkpoint:
     def prune(self, *, before: float) -> None:
         """Forget the slices that ended before `before` (out of every window still asked)."""
         self.slices = {bounds: found for bounds, found in self.slices.items() if bounds[1] > before}
+
+    def settle(self, other: Checkpoint, *, before: float) -> None:
+        """Take `other`'s slices and days (a build's working copy, its reads over): the days that
+        ended before `before` dropped, and the kinds it did not use (a changed HPA scope is another
+        kind of totals: the old one would only grow the file)."""
+        self.slices, self.unit = other.slices, other.unit
+        self.days = {kind: {day: rows for day, rows in kept.items() if day > before}
+                     for kind, kept in other.days.items() if kind in other.used}
 
 
 def checkpoint_key(url: str, *, namespaces: Sequence[str], resolution: Sequence[str],
@@ -109,8 +138,13 @@ def load(path: Path, *, key: str) -> Checkpoint:
             if not isinstance(header, dict) or header.get("key") != key:
                 return Checkpoint(key, note=f"checkpoint {path} is for other settings: not used")
             unit = int(header.get("unit") or 0)
+            days: dict[str, dict[float, list[Any]]] = {}
             for line in lines:
-                lo, hi, rows = orjson.loads(line)
+                item = orjson.loads(line)
+                if isinstance(item, dict):  # a day of another read
+                    days.setdefault(str(item["kind"]), {})[float(item["day"])] = list(item["rows"])
+                    continue
+                lo, hi, rows = item
                 found = SliceRecords(len(rows[0][8]) if rows else 0)
                 for ns, pod, container, sub_lo, sub_hi, samples, start, peak, cpu, latest in rows:
                     sid = shared_id((ns, pod, container), interned)
@@ -122,7 +156,7 @@ def load(path: Path, *, key: str) -> Checkpoint:
             return Checkpoint(key, note=f"checkpoint {path} unreadable ({exc}): not used")
         except (IndexError, KeyError, TypeError, ValueError) as exc:
             return Checkpoint(key, note=f"checkpoint {path} malformed ({exc}): not used")
-    return Checkpoint(key, slices, unit=unit)
+    return Checkpoint(key, slices, unit=unit, days=days)
 
 
 def save(checkpoint: Checkpoint, path: Path) -> None:
@@ -137,6 +171,9 @@ def save(checkpoint: Checkpoint, path: Path) -> None:
                 rows = [[*r.series, r.lo, r.hi, r.samples, r.start, r.memory_peak, r.cpu, r.latest]
                         for r in found]
                 out.write(orjson.dumps([lo, hi, rows]) + b"\n")
+            for kind, kept in sorted(checkpoint.days.items()):
+                for day, day_rows in sorted(kept.items()):
+                    out.write(orjson.dumps({"kind": kind, "day": day, "rows": day_rows}) + b"\n")
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import itertools
 import re
 import threading
@@ -19,13 +20,15 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
+from typing import Any
 
 from webhook.core.profile import ContainerProfile, Recommendation, UsageTotals
 from webhook.core.workload import WorkloadKey
 from webhook.profiles import queries
+from webhook.profiles.checkpoint import Checkpoint
 from webhook.profiles.identity import Owners
 from webhook.profiles.prometheus import Prometheus, PrometheusError, Sample, TooManySamplesError
-from webhook.profiles.slices import SeriesId
+from webhook.profiles.slices import SeriesId, aligned_cut
 from webhook.profiles.strategy import round_up
 
 __all__ = [
@@ -110,6 +113,7 @@ def fetch_totals(
     live: float = 0.0,
     pieces: Callable[[float], int] = lambda _: 1,
     scope: Scope = None,
+    checkpoint: Checkpoint | None = None,
 ) -> Peaks:
     """The peak totals over the window, asked in `pieces(n)` queries for `n` live series (`live`
     without a scope, else as many as the scope's Pods have: one small count); empty (and said) if
@@ -122,6 +126,9 @@ def fetch_totals(
     Only an HPA's headroom check reads them, so with a known `scope` only the Pods of the workloads
     HPAs scale on a resource are summed for it, and nothing is asked when no HPA scales anything.
     `live`: the series of one resource; `pieces` is given what all the resources asked add up to.
+
+    With a `checkpoint` the slices are whole UTC days (and the two partial ones at the edges): the
+    days it kept for this scope are not asked again, and the whole days asked are kept.
     """
     if scope is not None and not any(scope.values()):
         progress("  workload totals: no HPA scales on cpu or memory in these namespaces, none asked")
@@ -138,10 +145,9 @@ def fetch_totals(
             counted = prom.instant(queries.live_series(namespaces, pod_patterns=patterns), at=end)
             asked = min(asked, sum(sample.value for sample in counted))
     step = max(step, STEP)
-    peaks: Peaks = defaultdict(dict)
     lock = threading.Lock()  # pieces are asked two at a time (the client bounds the build's queries)
 
-    def ask(patterns: Mapping[str, str | None], lo: float, hi: float) -> None:
+    def ask(patterns: Mapping[str, str | None], lo: float, hi: float, into: Peaks) -> None:
         span = round(hi - lo)
         query = queries.usage_totals(
             namespaces, span=span, step=step, rate_window=rate_window, recorded=recorded,
@@ -153,35 +159,45 @@ def fetch_totals(
             if span <= _MIN_SPAN:
                 raise
             middle = lo + (span // 2 // step) * step
-            ask(patterns, lo, middle)
-            ask(patterns, middle, hi)
+            ask(patterns, lo, middle, into)
+            ask(patterns, middle, hi, into)
             return
         with lock:
-            for sample in answer:
-                labels = sample.labels
-                group = labels.get(queries.GROUP_LABEL, "")
-                key = (labels.get("namespace", ""), group, labels.get("container", ""))
-                stat = labels.get("stat", "")
-                if key[0] and key[2] and stat in ("cpu", "memory"):
-                    peaks[key][stat] = max(peaks[key].get(stat, 0.0), sample.value)
+            _add(into, answer)
 
     parts = max(1, pieces(asked))
-    # Days first: a query over a day reads one or two of Prometheus' blocks, and the scope's pattern
-    # is run over the Pod names of each block a query reads (a group over the whole window reads all).
-    days = max(1, min(parts, window // _DAY)) if scope is not None else 1
-    groups = _groups(scope, -(-parts // days)) if scope is not None else [patterns]
-    sliced = max(1, min(-(-parts // len(groups)), window // _MIN_SPAN))
-    width = max(step, window // sliced // step * step)
-    bounds = [end - window + i * width for i in range(sliced)] + [end]
+    if checkpoint is not None:
+        cut = aligned_cut(end - window, end, unit=_DAY, step=step)
+        groups = _groups(scope, -(-parts // len(cut))) if scope is not None else [patterns]
+    else:
+        # Days first: a query over a day reads one or two of Prometheus' blocks, and the scope's pattern
+        # is run over the Pod names of each block a query reads (a group over the whole window reads all).
+        days = max(1, min(parts, window // _DAY)) if scope is not None else 1
+        groups = _groups(scope, -(-parts // days)) if scope is not None else [patterns]
+        sliced = max(1, min(-(-parts // len(groups)), window // _MIN_SPAN))
+        width = max(step, window // sliced // step * step)
+        bounds = [end - window + i * width for i in range(sliced)] + [end]
+        cut = [(lo, hi) for lo, hi in itertools.pairwise(bounds) if hi > lo]
+    kind = "totals " + hashlib.sha256(repr(sorted(patterns.items())).encode()).hexdigest()[:16]
+    by_slice: dict[tuple[float, float], Peaks] = {}
+    for lo, hi in cut:
+        kept = checkpoint.take_day(kind, hi) if checkpoint is not None and hi - lo == _DAY else None
+        by_slice[(lo, hi)] = _from_rows(kept) if kept is not None else defaultdict(dict)
+    asked_parts = [(group, lo, hi) for (lo, hi), found in by_slice.items() if not found for group in groups]
     try:
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="totals") as pool:
-            asked_parts = [
-                (group, lo, hi) for group in groups for lo, hi in itertools.pairwise(bounds) if hi > lo
-            ]
-            list(pool.map(lambda part: ask(*part), asked_parts))
+            list(pool.map(lambda part: ask(part[0], part[1], part[2], by_slice[(part[1], part[2])]),
+                          asked_parts))
     except PrometheusError as exc:
         progress(f"  workload totals not read ({exc}); the HPA headroom check has no data this build")
         return {}
+    peaks: Peaks = defaultdict(dict)
+    for (lo, hi), found in by_slice.items():
+        if checkpoint is not None and hi - lo == _DAY:
+            checkpoint.keep_day(kind, hi, _rows(found), end=end)
+        for key, stats in found.items():
+            for stat, value in stats.items():
+                peaks[key][stat] = max(peaks[key].get(stat, 0.0), value)
     scaled = (
         ", the Pods of the workloads HPAs scale (" + ", ".join(
             f"{len(scope.get(resource, ()))} on {resource}" for resource in RESOURCES) + ")"
@@ -189,6 +205,30 @@ def fetch_totals(
     )
     progress(f"  workload totals: {len(peaks)} group containers{scaled}")
     return dict(peaks)
+
+
+def _add(into: Peaks, answer: Iterable[Sample]) -> None:
+    """Each group container's peaks of one answer, the higher one kept."""
+    for sample in answer:
+        labels = sample.labels
+        key = (labels.get("namespace", ""), labels.get(queries.GROUP_LABEL, ""), labels.get("container", ""))
+        stat = labels.get("stat", "")
+        if key[0] and key[2] and stat in RESOURCES:
+            into[key][stat] = max(into[key].get(stat, 0.0), sample.value)
+
+
+def _rows(peaks: Peaks) -> list[list[str | float | None]]:
+    """A day's peaks as checkpoint rows: namespace, group, container, cpu, memory (None: not asked)."""
+    return [[*key, stats.get("cpu"), stats.get("memory")] for key, stats in sorted(peaks.items())]
+
+
+def _from_rows(rows: list[Any]) -> Peaks:
+    out: Peaks = defaultdict(dict)
+    for namespace, group, container, cpu, memory in rows:
+        for stat, value in (("cpu", cpu), ("memory", memory)):
+            if value is not None:
+                out[(str(namespace), str(group), str(container))][stat] = float(value)
+    return out
 
 
 def _groups(scope: Mapping[str, frozenset[tuple[str, str]]], parts: int) -> list[dict[str, str | None]]:
