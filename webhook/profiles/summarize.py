@@ -16,7 +16,7 @@ import base64
 import math
 from array import array
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,7 +41,7 @@ _ANY_SUFFIX = "zzzzz"  # stands for the random suffix cut off in PromQL, so the 
 class _Usage:
     """One container of one workload: every hourly point, and their sums by hour of day."""
 
-    values: list[float] = field(default_factory=list)
+    values: array[float] = field(default_factory=lambda: array("d"))  # a week: 168 a series, 8 bytes each
     sums: list[float] = field(default_factory=lambda: [0.0] * HOURS)
     counts: list[int] = field(default_factory=lambda: [0] * HOURS)
 
@@ -56,7 +56,8 @@ class _Usage:
     def quantiles(self) -> dict[str, float]:
         if not self.values:
             return {}
-        return {name: exact_quantile(self.values, q) for name, q in _QUANTILES}
+        ordered = sorted(self.values)
+        return {name: exact_quantile(ordered, q) for name, q in _QUANTILES}
 
     def by_hour(self) -> list[float | None]:
         return [s / n if n else None for s, n in zip(self.sums, self.counts, strict=True)]
@@ -97,14 +98,12 @@ def _rows(found: list[_Points], lo: float) -> list[list[str]]:
     return rows
 
 
-def _from_rows(rows: list[Any], lo: float) -> list[_Points]:
-    out: list[_Points] = []
+def _from_rows(rows: list[Any], lo: float) -> Iterator[_Points]:
     for *names, encoded in rows:
         values = array("d")
         values.frombytes(base64.b64decode(encoded))
         points = [(lo + (i + 1) * HOUR, v) for i, v in enumerate(values) if not math.isnan(v)]
-        out.append((dict(zip(_LABELS, map(str, names), strict=True)), points))
-    return out
+        yield dict(zip(_LABELS, map(str, names), strict=True)), points
 
 
 def summarize(
@@ -132,30 +131,36 @@ def summarize(
     else:
         cut = aligned_cut(last - days * DAY, last, unit=DAY, step=HOUR)
 
-    def day(bounds: tuple[float, float]) -> list[_Points]:
-        """The hourly points in (lo, hi]: kept, or asked (and kept when they are a whole UTC day)."""
+    def whole(bounds: tuple[float, float]) -> bool:
+        return checkpoint is not None and bounds[1] - bounds[0] == DAY and bounds[1] % DAY == 0
+
+    def asked(bounds: tuple[float, float]) -> list[_Points]:
+        """The hourly points in (lo, hi], kept when they are a whole UTC day."""
         lo, hi = bounds
-        whole = checkpoint is not None and hi - lo == DAY and hi % DAY == 0
-        if whole and checkpoint is not None and (kept := checkpoint.take_day(_KIND, hi)) is not None:
-            return _from_rows(kept, lo)
         answer = prom.range(query, start=lo + HOUR, end=hi, step=HOUR)
         found: list[_Points] = [(series.labels, series.points) for series in answer]
-        if whole and checkpoint is not None:
+        if checkpoint is not None and whole(bounds):
             checkpoint.keep_day(_KIND, hi, _rows(found, lo), end=end)
         return found
 
+    def add(found: Iterable[_Points]) -> None:
+        for labels, points in found:
+            key = _key(owners, labels)
+            stat = labels.get("stat")
+            if key is not None and stat in ("cpu", "memory"):
+                into = usage[(*key, stat)]
+                for at, value in points:
+                    into.add(at, value)
+
+    kept = {bounds: rows for bounds in cut if checkpoint is not None and whole(bounds)
+            and (rows := checkpoint.take_day(_KIND, bounds[1])) is not None}
     try:
+        for (lo, _), rows in kept.items():  # one series at a time: a week of them is 2.4 M points
+            add(_from_rows(rows, lo))
         # Two days at a time: Prometheus evaluates them on both cores while the answers are read here.
         with ThreadPoolExecutor(max_workers=2) as pool:
-            for answer in pool.map(day, cut):
-                for labels, points in answer:
-                    found = _key(owners, labels)
-                    stat = labels.get("stat")
-                    if found is None or stat not in ("cpu", "memory"):
-                        continue
-                    into = usage[(*found, stat)]
-                    for at, value in points:
-                        into.add(at, value)
+            for answer in pool.map(asked, [bounds for bounds in cut if bounds not in kept]):
+                add(answer)
     except PrometheusError as exc:
         progress(f"  summaries left out: {exc}")
         return {}
