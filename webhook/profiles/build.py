@@ -375,18 +375,40 @@ def build_profiles(
     """
     started = time.monotonic()
     end = time.time() if end is None else end
+    scope = ", ".join(settings.namespaces) if settings.namespaces else "all namespaces"
+    progress(f"reading {settings.window} of history from {prom.url} ({scope})")
+    if checkpoint is not None and checkpoint.note:
+        progress(f"  {checkpoint.note}")
+    prom.bound(settings.concurrency)
+    # The summaries are asked once the passes are in, while the start-ups are read and the strategy
+    # runs here (a few seconds of Python during which Prometheus would otherwise wait).
+    drawing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="summaries")
+    try:
+        return _build(prom, settings, end=end, progress=progress, checkpoint=checkpoint, meter=meter,
+                      started=started, drawing=drawing)
+    finally:
+        drawing.shutdown(wait=True, cancel_futures=True)
+
+
+def _build(
+    prom: Prometheus,
+    settings: BuildSettings,
+    *,
+    end: float,
+    progress: Progress,
+    checkpoint: Checkpoint | None,
+    meter: Meter | None,
+    started: float,
+    drawing: Executor,
+) -> BuildResult:
+    """`build_profiles`' body; `drawing` runs the summaries' pass."""
     # Worked on as a copy and handed back only if no answer came with warnings: partial answers
     # are never kept, whoever keeps the checkpoint (the command's file, `serve`'s memory).
     working = checkpoint.copy() if checkpoint is not None else None
     window, ns = queries.duration(settings.window), settings.namespaces
     step = queries.duration(settings.step)
-    scope = ", ".join(ns) if ns else "all namespaces"
-    progress(f"reading {settings.window} of history from {prom.url} ({scope})")
-    if checkpoint is not None and checkpoint.note:
-        progress(f"  {checkpoint.note}")
     lookback = min(window, queries.duration(settings.startup_lookback))
     notes: list[str] = []
-    prom.bound(settings.concurrency)
     with ThreadPoolExecutor(max_workers=max(4, settings.concurrency)) as pool:
         # The small queries go first, then the two big passes, then what the passes point to.
         owners_f = pool.submit(prom.instant, queries.owners_query(ns, span=window), at=end)
@@ -422,6 +444,10 @@ def build_profiles(
         if working is not None:
             working.prune(before=end - window)
         owners = Owners.from_samples(owners_f.result())
+        drawn_f = drawing.submit(
+            summarize, prom, namespaces=ns, rate_window=rate, recorded=settings.cpu_rate_metric,
+            owners=owners, end=end, days=settings.summary_days, progress=progress, checkpoint=working,
+        ) if settings.summary_days > 0 else None
         progress(f"  owners: {len(owners.pods)} pods known to kube-state-metrics")
         seen = _seen_without_start(prom, settings, found, end=end)
         stats = StatsBySeries(found, interval=interval, seen=seen, since=end - window,
@@ -460,10 +486,7 @@ def build_profiles(
         if requests.get(latest):
             current[key][container] = requests[latest]
     attach_totals(containers, totals_f.result(), owners=owners, series=stats)
-    drawn = summarize(
-        prom, namespaces=ns, rate_window=rate, recorded=settings.cpu_rate_metric, owners=owners,
-        end=end, days=settings.summary_days, progress=progress, checkpoint=working,
-    ) if settings.summary_days > 0 else {}
+    drawn = drawn_f.result() if drawn_f is not None else {}
     unread = _unread_namespaces(passes)
     workloads = {
         key: WorkloadEntry(
