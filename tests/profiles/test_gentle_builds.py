@@ -106,9 +106,11 @@ class TestShards:
 
     def test_a_container_set_splits_into_halves_before_pod_classes(self) -> None:
         shard = Shard(("shop",), containers=("app", "log", "proxy"))
-        assert shard.split() == [Shard(("shop",), containers=("app",)), Shard(("shop",), containers=("log", "proxy"))]
+        assert shard.split() == [Shard(("shop",), containers=("app",)),
+                                 Shard(("shop",), containers=("log", "proxy"))]
         rest = Shard(("shop",), containers=("app",), other_containers=True)
-        assert rest.split() == [dataclasses.replace(rest, last=(2, 0)), dataclasses.replace(rest, last=(2, 1))]
+        assert rest.split() == [dataclasses.replace(rest, last=(2, 0)),
+                                dataclasses.replace(rest, last=(2, 1))]
 
     @pytest.mark.parametrize(
         ("series", "budget", "expected"),
@@ -136,7 +138,8 @@ class TestShards:
         assert plan(series, span=14 * 86_400, resolution=300, budget=budget) == sorted(expected)
 
     @given(st.dictionaries(st.sampled_from("abcdefgh"),
-                           st.dictionaries(st.sampled_from(["app", "log", "proxy", "db"]), st.integers(0, 50_000)),
+                           st.dictionaries(st.sampled_from(["app", "log", "proxy", "db"]),
+                                           st.integers(0, 50_000)),
                            min_size=1),
            st.integers(100_000, 50_000_000),
            st.sampled_from(["app", "log", "proxy", "db", "gone"]), POD_NAME)

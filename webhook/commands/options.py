@@ -123,7 +123,7 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--summary-days", type=int, default=defaults.summary_days,
-        help=f"days of hourly usage kept as each container's drawable summary (one query a day; 0: none)"
+        help=f"days of hourly usage kept as each container's drawable summary (four queries a day; 0: none)"
         f" [{defaults.summary_days}]",
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress output")
