@@ -2,7 +2,8 @@
 
 Why not more quantiles in the big passes: each `quantile_over_time` reads every sample of the window
 again, the most expensive thing a build does. This pass asks instead, six hours at a time (a day's
-answer parsed whole held ~120 MiB at 2,000 workloads), for a range query at 1-hour steps of the usage averaged over the Pods of each controller (`usage_by_controller`):
+answer parsed whole held ~120 MiB at 2,000 workloads), for a range query at 1-hour steps of the usage
+averaged over the Pods of each controller (`usage_by_controller`):
 Prometheus evaluates the rate 24 times a day per series (a few samples each, a small fraction of one
 pass over the window) and sends one series per ReplicaSet, DaemonSet or Job, not one per Pod. Those
 hourly points give the 24-point day (their mean by UTC hour) and the distribution (their quantiles).
