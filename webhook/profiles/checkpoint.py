@@ -15,7 +15,6 @@ totals and 7 days of hourly usage again: 35 of its 56 s at 2,000 workloads and 1
 
 from __future__ import annotations
 
-import math
 import os
 import tempfile
 from collections.abc import Sequence
@@ -25,11 +24,11 @@ from typing import Any
 
 import orjson
 
-from webhook.profiles.slices import DAY, SeriesId, SliceRecord, SliceRecords, shared_id
+from webhook.profiles.slices import DAY, SeriesId, SliceRecords
 
 __all__ = ["SETTLE", "Checkpoint", "checkpoint_key", "default_checkpoint_path", "load", "save"]
 
-_VERSION = 4
+_VERSION = 5
 _ENV = "POD_TAILOR_CHECKPOINT"
 SETTLE = 3600  # a slice is kept once it ended this long before the build's end: late samples land first
 _Bounds = tuple[float, float]
@@ -120,9 +119,9 @@ def default_checkpoint_path() -> Path:
 def load(path: Path, *, key: str) -> Checkpoint:
     """The checkpoint at `path` if it was written for `key`; otherwise an empty one saying why.
 
-    JSON lines, a header and then one line per slice, read one line at a time: a 14-day build of a
-    large cluster keeps some 400,000 records, and parsing them all at once would double the memory.
-    A missing quantile (NaN) is written as null and read back as NaN.
+    JSON lines, a header and then one line per slice (its records column by column) or kept day, read
+    one line at a time: a 14-day build of a large cluster keeps some 400,000 records, and parsing them
+    all at once would double the memory. A missing value (NaN) is written as null and read back as NaN.
     """
     try:
         lines = path.open("rb")
@@ -144,14 +143,8 @@ def load(path: Path, *, key: str) -> Checkpoint:
                 if isinstance(item, dict):  # a day of another read
                     days.setdefault(str(item["kind"]), {})[float(item["day"])] = list(item["rows"])
                     continue
-                lo, hi, rows = item
-                found = SliceRecords(len(rows[0][8]) if rows else 0)
-                for ns, pod, container, sub_lo, sub_hi, samples, start, peak, cpu, latest in rows:
-                    sid = shared_id((ns, pod, container), interned)
-                    values = tuple(math.nan if v is None else float(v) for v in cpu)
-                    bounds = float(sub_lo), float(sub_hi)
-                    found.append(SliceRecord(sid, *bounds, int(samples), start, peak, values, latest))
-                slices[(float(lo), float(hi))] = found
+                lo, hi, columns = item
+                slices[(float(lo), float(hi))] = SliceRecords.from_columns(columns, interned=interned)
         except (OSError, orjson.JSONDecodeError) as exc:
             return Checkpoint(key, note=f"checkpoint {path} unreadable ({exc}): not used")
         except (IndexError, KeyError, TypeError, ValueError) as exc:
@@ -168,9 +161,7 @@ def save(checkpoint: Checkpoint, path: Path) -> None:
             header = {"version": _VERSION, "key": checkpoint.key, "unit": checkpoint.unit}
             out.write(orjson.dumps(header) + b"\n")
             for (lo, hi), found in sorted(checkpoint.slices.items()):
-                rows = [[*r.series, r.lo, r.hi, r.samples, r.start, r.memory_peak, r.cpu, r.latest]
-                        for r in found]
-                out.write(orjson.dumps([lo, hi, rows]) + b"\n")
+                out.write(orjson.dumps([lo, hi, found.columns()]) + b"\n")
             for kind, kept in sorted(checkpoint.days.items()):
                 for day, day_rows in sorted(kept.items()):
                     out.write(orjson.dumps({"kind": kind, "day": day, "rows": day_rows}) + b"\n")
