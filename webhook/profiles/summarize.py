@@ -2,8 +2,8 @@
 
 Why not more quantiles in the big passes: each `quantile_over_time` reads every sample of the window
 again, the most expensive thing a build does. This pass asks instead, six hours at a time (a day's
-answer parsed whole held ~120 MiB at 2,000 workloads), for a range query at 1-hour steps of the usage
-averaged over the Pods of each controller (`usage_by_controller`):
+answer parsed whole, two in flight, was the peak of a build's memory), for a range query at 1-hour
+steps of the usage averaged over the Pods of each controller (`usage_by_controller`):
 Prometheus evaluates the rate 24 times a day per series (a few samples each, a small fraction of one
 pass over the window) and sends one series per ReplicaSet, DaemonSet or Job, not one per Pod. Those
 hourly points give the 24-point day (their mean by UTC hour) and the distribution (their quantiles).
@@ -81,7 +81,7 @@ def _key(owners: Owners, labels: Mapping[str, str]) -> tuple[WorkloadKey, str] |
 
 _KIND = "summaries"
 _LABELS = ("namespace", "controller", "container", "stat")
-_PIECE = 6 * HOUR  # a day is asked in pieces: a day's answer parsed whole held ~120 MiB at 2,000 workloads
+_PIECE = 6 * HOUR  # a day in pieces: at 2,000 workloads, a whole day's answers made the build's peak
 _Day = dict[tuple[str, ...], "array[float]"]  # a series' labels -> its hourly values of a day (NaN: none)
 
 
