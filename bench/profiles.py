@@ -403,7 +403,9 @@ def main() -> int:
             prometheus_rss = _vm_hwm(server.process.pid)
         for name, elapsed, rss, output in runs:
             queries = output.rsplit(" using ", 1)[-1].split()[0]
-            print(f"{name}: {elapsed:.1f}s wall (target < 60s), peak RSS {rss:.0f} MiB (target < 500 MiB), "
+            # The full build's time is judged against the decode floor (`--prometheus-cost`).
+            target = "target < 30s" if name == "next build" else "against the floor: --prometheus-cost"
+            print(f"{name}: {elapsed:.1f}s wall ({target}), peak RSS {rss:.0f} MiB (target < 500 MiB), "
                   f"{queries} Prometheus queries")
         if len(runs) == 2:
             print("  the next build: the same window end, every whole day from the checkpoint the full build "
