@@ -298,8 +298,6 @@ def _planned_passes(
     slices = settings.slices or auto_slices(series=total, window=window, interval=interval,
                                             samples_per_query=settings.samples_per_query)
     span = window / slices
-    if checkpoint is not None:  # the grid is cut on whole days or their divisors: no wider than that
-        span = min(span, DAY // per_day(slices, window=window))
     resolution = min(step, interval)  # a CPU subquery has a point per step, a memory pass per sample
     known: list[str] = list(settings.namespaces)
 
