@@ -29,12 +29,10 @@ from webhook.profiles.prometheus import Prometheus, PrometheusError, Sample, Ser
 from webhook.profiles.shards import Shard, estimate, plan
 from webhook.profiles.sizing import Live, read_scrape
 from webhook.profiles.slices import (
-    DAY,
     SeriesId,
     SliceRecords,
     StatsBySeries,
     auto_slices,
-    per_day,
     series_id,
     without_start,
 )
