@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from webhook.profiles.build import _startup_groups
+from webhook.profiles.followups import startup_groups
 from webhook.profiles.slices import DAY
 
 
@@ -27,16 +27,16 @@ class TestStartUpReads:
     def test_starts_are_grouped_by_time_under_a_point_and_pod_budget(
         self, times: list[float], budget: int, pods: int, sizes: list[int]
     ) -> None:
-        groups = _startup_groups(self.starts(times), window=300, step=60, budget=budget, pods=pods)
+        groups = startup_groups(self.starts(times), window=300, step=60, budget=budget, pods=pods)
         assert [len(group) for group in groups] == sizes
         assert sorted(start for group in groups for start in group) == sorted(self.starts(times))
 
     def test_a_container_restarted_in_place_is_read_at_both_starts(self) -> None:
         sid = ("ns", "pod", "app")
-        groups = _startup_groups([(sid, 0.0), (sid, 3 * DAY)], window=300, step=60, budget=1_000, pods=500)
+        groups = startup_groups([(sid, 0.0), (sid, 3 * DAY)], window=300, step=60, budget=1_000, pods=500)
         assert groups == [[(sid, 0.0)], [(sid, 3 * DAY)]]
 
     def test_a_day_of_churn_in_a_large_cluster_is_read_in_a_few_dozen_queries(self) -> None:
         times = [i * DAY / 9_000 for i in range(9_000)]  # the 1-minute benchmark: ~9,000 starts a day
-        groups = _startup_groups(self.starts(times), window=300, step=60, budget=500_000, pods=500)
+        groups = startup_groups(self.starts(times), window=300, step=60, budget=500_000, pods=500)
         assert len(groups) <= 20

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections import defaultdict, deque
+from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -23,21 +23,21 @@ from webhook.core.workload import WorkloadKey
 from webhook.profiles import queries
 from webhook.profiles.checkpoint import Checkpoint, checkpoint_key
 from webhook.profiles.connection import PrometheusConnection
+from webhook.profiles.followups import fetch_short_series, seen_without_start
+from webhook.profiles.followups import startups as read_startups
 from webhook.profiles.identity import Owners
 from webhook.profiles.passes import Meter, Passes
-from webhook.profiles.prometheus import Prometheus, PrometheusError, Sample, Series
+from webhook.profiles.prometheus import Prometheus, PrometheusError, Sample
 from webhook.profiles.shards import Shard, estimate, plan
 from webhook.profiles.sizing import Live, read_scrape
 from webhook.profiles.slices import (
     SeriesId,
-    SliceRecords,
     StatsBySeries,
     auto_slices,
     series_id,
-    without_start,
 )
 from webhook.profiles.store import ProfileDocument, WorkloadEntry
-from webhook.profiles.strategy import ContainerHistory, SeriesStats, StrategySettings, recommend
+from webhook.profiles.strategy import ContainerHistory, StrategySettings, recommend
 from webhook.profiles.summarize import summarize
 from webhook.profiles.totals import STEP, Scope, attach_totals, fetch_totals, hpa_scope
 
@@ -119,164 +119,6 @@ class BuildResult:
 
 def _noop(_: str) -> None:
     return None
-
-
-def _seen_without_start(
-    prom: Prometheus, settings: BuildSettings, asked: SliceRecords, *, end: float
-) -> dict[SeriesId, tuple[float, float]]:
-    """First and last time seen for series without a container start time (one subquery, coarse)."""
-    if not without_start(asked):
-        return {}
-    step = queries.duration(settings.coverage_step)
-    window = queries.duration(settings.window)
-    answer = prom.instant(queries.coverage(settings.namespaces, span=window, coverage_step=step), at=end)
-    found: dict[SeriesId, dict[str, float]] = defaultdict(dict)
-    for sample in answer:
-        key = series_id(sample.labels)
-        if key is not None:
-            found[key][sample.labels.get("stat", "")] = sample.value
-    # Seen at coverage steps: the life extends half a step beyond the first and last on average.
-    return {
-        sid: (v["first"] - step / 2, v["last"] + step / 2)
-        for sid, v in found.items()
-        if "first" in v and "last" in v
-    }
-
-
-def _fetch_short_series(
-    prom: Prometheus, settings: BuildSettings, stats: StatsBySeries, *, end: float, pool: Executor
-) -> None:
-    """Replace the quantile summaries of short series by all their values (one range query per 500
-    Pods, or fewer: as many as keep its points under the build's sample budget).
-
-    The queries go through `pool`, as many at once as `prom` is bound to (`--prometheus-concurrency`).
-    """
-    sizes = {sid: stats.samples(sid) for sid in stats}
-    short, budget = [], settings.raw_budget
-    for sid in sorted(sizes, key=lambda sid: (sizes[sid], sid)):
-        if sizes[sid] >= settings.raw_limit or sizes[sid] > budget:
-            break
-        short.append(sid)
-        budget -= sizes[sid]
-    values: dict[SeriesId, list[float]] = defaultdict(list)
-    step = queries.duration(settings.step)
-    window = queries.duration(settings.window)
-    chunks = _chunks(short, sizes, budget=settings.max_samples, pods=500)
-
-    def ask(chunk: list[tuple[str, str]]) -> Future[list[Series]]:
-        query = queries.cpu_values(
-            sorted({ns for ns, _ in chunk}) or settings.namespaces,
-            [pod for _, pod in chunk],
-            rate_window=queries.duration(settings.rate_window),
-            recorded=settings.cpu_rate_metric,
-        )
-        return pool.submit(prom.range, query, start=end - window + step, end=end, step=step)
-
-    # As many asked at once as `prom` lets run (`--prometheus-concurrency`), each answer read as soon
-    # as it is next: never more answers held than queries in flight (a 20,000-workload build has dozens).
-    asked: deque[Future[list[Series]]] = deque(ask(chunk) for chunk in chunks[: max(1, settings.concurrency)])
-    waiting = deque(chunks[len(asked):])
-    while asked:
-        answer = asked.popleft().result()
-        if waiting:
-            asked.append(ask(waiting.popleft()))
-        for series in answer:
-            found = series_id(series.labels)
-            if found is not None:
-                values[found] += [max(v, 0.0) for _, v in series.points]
-        del answer
-    for sid in short:
-        if values.get(sid):
-            parts = stats[sid]
-            peaks = [p.memory_peak for p in parts if p.memory_peak is not None]
-            stats[sid] = [
-                SeriesStats(
-                    samples=sum(p.samples for p in parts),
-                    first=min(p.first for p in parts),
-                    last=max(p.last for p in parts),
-                    memory_peak=max(peaks) if peaks else None,
-                    cpu_values=tuple(values[sid]),
-                )
-            ]
-
-
-def _chunks(
-    short: list[SeriesId], sizes: dict[SeriesId, int], *, budget: int, pods: int
-) -> list[list[tuple[str, str]]]:
-    """The Pods of `short` in groups of at most `pods` whose samples add up to at most `budget`."""
-    per_pod: dict[tuple[str, str], int] = defaultdict(int)
-    for sid in short:
-        per_pod[sid[:2]] += sizes[sid]
-    out: list[list[tuple[str, str]]] = []
-    used = 0
-    for pod in sorted(per_pod):
-        if not out or len(out[-1]) >= pods or used + per_pod[pod] > budget:
-            out.append([])
-            used = 0
-        out[-1].append(pod)
-        used += per_pod[pod]
-    return out
-
-
-_Start = tuple[SeriesId, float]  # a container series and one time it started
-
-
-def _startup_groups(
-    starts: list[_Start], *, window: int, step: int, budget: int, pods: int
-) -> list[list[_Start]]:
-    """Starts by time, in groups whose range query stays under `budget` points and `pods` Pods."""
-    groups: list[list[_Start]] = []
-    first = 0.0
-    for start in sorted(starts, key=lambda item: (item[1], item[0])):
-        group = groups[-1] if groups else None
-        if group is not None:
-            points = (len(group) + 1) * ((start[1] - first + window) // step + 1)
-            if points <= budget and len({sid[:2] for sid, _ in group} | {start[0][:2]}) <= pods:
-                group.append(start)
-                continue
-        groups.append([start])
-        first = start[1]
-    return groups
-
-
-def _startups(
-    prom: Prometheus, settings: BuildSettings, found: SliceRecords, *, since: float, end: float
-) -> dict[SeriesId, list[list[tuple[float, float]]]]:
-    """Start-up CPU points (seconds since the start, cores) of the containers that started since `since`.
-
-    Their start times are already known from the memory pass (each slice's first start and the
-    latest, so a restart in place is seen too), so only their first minutes are read: one range
-    query per group of starts close in time, never a pass over every series.
-    """
-    step = queries.duration(settings.step)
-    limit = settings.strategy.startup_window_seconds
-    starts = sorted({
-        (record.series, at)
-        for record in found
-        for at in (record.start, record.latest)
-        if at is not None and since <= at <= end
-    })
-    out: dict[SeriesId, list[list[tuple[float, float]]]] = defaultdict(list)
-    for group in _startup_groups(starts, window=limit, step=step,
-                                  budget=min(500_000, settings.max_samples), pods=500):
-        first, last = group[0][1], group[-1][1]
-        lo = end - (end - first) // step * step  # on the grid of the window's end, as the passes are
-        query = queries.cpu_values(
-            sorted({sid[0] for sid, _ in group}),
-            sorted({sid[1] for sid, _ in group}),
-            rate_window=queries.duration(settings.rate_window),
-            recorded=settings.cpu_rate_metric,
-        )
-        wanted: dict[SeriesId | None, list[float]] = defaultdict(list)
-        for member, at in group:
-            wanted[member].append(at)
-        for series in prom.range(query, start=lo, end=min(end, last + limit), step=step):
-            sid = series_id(series.labels)
-            for at in wanted.get(sid, ()):
-                run = [(t - at, max(v, 0.0)) for t, v in series.points if 0 <= t - at <= limit]
-                if run and sid is not None:
-                    out[sid].append(run)
-    return out
 
 
 def _planned_passes(
@@ -438,7 +280,7 @@ def _build(
         found = passes.read(
             recent=end - lookback,
             on_recent=lambda recent: reading.append(
-                pool.submit(_startups, prom, settings, recent, since=end - lookback, end=end)
+                pool.submit(read_startups, prom, settings, recent, since=end - lookback, end=end)
             ),
         )
         if working is not None:
@@ -449,10 +291,10 @@ def _build(
             owners=owners, end=end, days=settings.summary_days, progress=progress, checkpoint=working,
         ) if settings.summary_days > 0 else None
         progress(f"  owners: {len(owners.pods)} pods known to kube-state-metrics")
-        seen = _seen_without_start(prom, settings, found, end=end)
+        seen = seen_without_start(prom, settings, found, end=end)
         stats = StatsBySeries(found, interval=interval, seen=seen, since=end - window,
                               grid=settings.strategy.quantile_grid())
-        _fetch_short_series(prom, settings, stats, end=end, pool=pool)
+        fetch_short_series(prom, settings, stats, end=end, pool=pool)
         oom: dict[SeriesId, int] = {}
         for sample in oom_f.result():
             sid = series_id(sample.labels)
