@@ -134,7 +134,7 @@ def cpu_usage(
     """
     series = selector(recorded or CPU_METRIC, namespaces, pod_pattern=pod_pattern, shard=shard)
     if pods:
-        series = series[:-1] + f",pod=~{_quote('|'.join(re.escape(p) for p in pods))}}}"
+        series = series[:-1] + f",pod=~{_quote(_literally(pods))}}}"
     return series if recorded else f"rate({series}[{promql_duration(rate_window)}])"
 
 

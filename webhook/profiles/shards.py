@@ -138,19 +138,25 @@ def plan(
     if sum(total.values()) <= budget:
         return [Shard()]
     shards: list[Shard] = []
+    for ns in sorted(ns for ns in total if total[ns] > budget):
+        shards += _by_container(ns, cost[ns], budget)
+    fitting = {ns: found for ns, found in total.items() if found <= budget}
+    shards += [Shard(tuple(sorted(members))) for _, members in _packed(fitting, budget)]
+    return sorted(shards)
+
+
+def _packed(cost: Mapping[str, float], budget: float) -> list[tuple[float, list[str]]]:
+    """The names of `cost` (each within `budget`) in groups that add up to at most `budget`: first
+    fit, largest first; (used, members) per group, in the order they were opened."""
     groups: list[tuple[float, list[str]]] = []
-    for ns in sorted(total, key=lambda name: (-total[name], name)):
-        if total[ns] > budget:
-            shards += _by_container(ns, cost[ns], budget)
-            continue
-        for i, (used, members) in enumerate(groups):  # first fit, largest first
-            if used + total[ns] <= budget:
-                groups[i] = (used + total[ns], [*members, ns])
+    for name in sorted(cost, key=lambda name: (-cost[name], name)):
+        for i, (used, members) in enumerate(groups):
+            if used + cost[name] <= budget:
+                groups[i] = (used + cost[name], [*members, name])
                 break
         else:
-            groups.append((total[ns], [ns]))
-    shards += [Shard(tuple(sorted(members))) for _, members in groups]
-    return sorted(shards)
+            groups.append((cost[name], [name]))
+    return groups
 
 
 def _by_container(namespace: str, cost: Mapping[str, float], budget: float) -> list[Shard]:
@@ -164,14 +170,7 @@ def _by_container(namespace: str, cost: Mapping[str, float], budget: float) -> l
     shards: list[Shard] = []
     for name in sorted(set(cost) - set(fitting)):
         shards += _cut(namespace, cost[name] / budget, containers=(name,))
-    groups: list[tuple[float, list[str]]] = []
-    for name in sorted(fitting, key=lambda name: (-cost[name], name)):
-        for i, (used, members) in enumerate(groups):
-            if used + cost[name] <= budget:
-                groups[i] = (used + cost[name], [*members, name])
-                break
-        else:
-            groups.append((cost[name], [name]))
+    groups = _packed({name: cost[name] for name in fitting}, budget)
     groups.sort(key=lambda group: (-group[0], group[1]))
     rest = sorted(set(cost) - set(groups[-1][1]))
     shards += [Shard((namespace,), containers=tuple(sorted(members))) for _, members in groups[:-1]]

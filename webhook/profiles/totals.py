@@ -28,7 +28,7 @@ from webhook.profiles import queries
 from webhook.profiles.checkpoint import Checkpoint
 from webhook.profiles.identity import Owners
 from webhook.profiles.prometheus import Prometheus, PrometheusError, Sample, TooManySamplesError
-from webhook.profiles.slices import SeriesId, aligned_cut
+from webhook.profiles.slices import DAY, SeriesId, aligned_cut
 from webhook.profiles.strategy import round_up
 
 __all__ = [
@@ -37,7 +37,6 @@ __all__ = [
 
 STEP = 300  # the totals' resolution at least: a peak of the whole moves slowly, and each step costs a pass
 _MIN_SPAN = 3600
-_DAY = 86_400
 _POD_GROUP = re.compile(queries.POD_GROUP)
 Peaks = dict[tuple[str, str, str], dict[str, float]]  # (namespace, group, container) -> stat -> peak
 
@@ -167,12 +166,12 @@ def fetch_totals(
 
     parts = max(1, pieces(asked))
     if checkpoint is not None:
-        cut = aligned_cut(end - window, end, unit=_DAY, step=step)
+        cut = aligned_cut(end - window, end, unit=DAY, step=step)
         groups = _groups(scope, -(-parts // len(cut))) if scope is not None else [patterns]
     else:
         # Days first: a query over a day reads one or two of Prometheus' blocks, and the scope's pattern
         # is run over the Pod names of each block a query reads (a group over the whole window reads all).
-        days = max(1, min(parts, window // _DAY)) if scope is not None else 1
+        days = max(1, min(parts, window // DAY)) if scope is not None else 1
         groups = _groups(scope, -(-parts // days)) if scope is not None else [patterns]
         sliced = max(1, min(-(-parts // len(groups)), window // _MIN_SPAN))
         width = max(step, window // sliced // step * step)
@@ -181,7 +180,7 @@ def fetch_totals(
     kind = "totals " + hashlib.sha256(repr(sorted(patterns.items())).encode()).hexdigest()[:16]
     by_slice: dict[tuple[float, float], Peaks] = {}
     for lo, hi in cut:
-        kept = checkpoint.take_day(kind, hi) if checkpoint is not None and hi - lo == _DAY else None
+        kept = checkpoint.take_day(kind, hi) if checkpoint is not None and hi - lo == DAY else None
         by_slice[(lo, hi)] = _from_rows(kept) if kept is not None else defaultdict(dict)
     asked_parts = [(group, lo, hi) for (lo, hi), found in by_slice.items() if not found for group in groups]
     try:
@@ -193,7 +192,7 @@ def fetch_totals(
         return {}
     peaks: Peaks = defaultdict(dict)
     for (lo, hi), found in by_slice.items():
-        if checkpoint is not None and hi - lo == _DAY:
+        if checkpoint is not None and hi - lo == DAY:
             checkpoint.keep_day(kind, hi, _rows(found), end=end)
         for key, stats in found.items():
             for stat, value in stats.items():
