@@ -326,6 +326,20 @@ class TestTheOtherDailyReads:
             assert new.totals.cpu is not None
             assert new.totals.cpu > old
 
+    def test_damaged_kept_days_are_asked_again_and_the_build_agrees(self, history: History) -> None:
+        kept = Checkpoint(self.SETTINGS.checkpoint_key(history.prometheus.url))
+        first = self._build(history, kept)
+        full = self.result
+        damaged = {"totals": [["ns", "group"]], "summaries": [["ns", "web~", "app", "cpu", "not base64!"]]}
+        for kind, days in kept.days.items():
+            for day in days:
+                days[day] = damaged["totals" if kind.startswith("totals") else kind]
+        again = self._build(history, kept)
+        assert sum(GROUP_LABEL in q for q in again) == sum(GROUP_LABEL in q for q in first)  # every day asked
+        assert sum('"controller"' in q for q in again) == sum('"controller"' in q for q in first)
+        for key, entry in full.document.workloads.items():
+            assert self.result.document.workloads[key].containers == entry.containers
+
     def test_days_survive_a_save_and_unused_kinds_and_old_days_are_dropped(self, tmp_path: Path) -> None:
         working = Checkpoint("k")
         working.keep_day("totals a", 2 * DAY, [["ns", "web", "app", 0.5, None]], end=3 * DAY)

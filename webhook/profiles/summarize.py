@@ -18,7 +18,7 @@ import base64
 import math
 from array import array
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -91,11 +91,19 @@ def _rows(day: _Day) -> list[list[str]]:
     return [[*labels, base64.b64encode(values.tobytes()).decode()] for labels, values in day.items()]
 
 
-def _from_rows(rows: list[Any]) -> Iterator[tuple[tuple[str, ...], array[float]]]:
-    for *names, encoded in rows:
-        values = array("d")
-        values.frombytes(base64.b64decode(encoded))
-        yield tuple(map(str, names)), values
+def _from_rows(rows: list[Any]) -> _Day | None:
+    """`_rows` read back; None when they are not what it wrote (a damaged checkpoint: asked again)."""
+    day: _Day = {}
+    try:
+        for *names, encoded in rows:
+            values = array("d")
+            values.frombytes(base64.b64decode(encoded, validate=True))
+            if len(names) != len(_LABELS) or len(values) != HOURS:
+                return None
+            day[tuple(map(str, names))] = values
+    except (TypeError, ValueError):  # binascii.Error is a ValueError
+        return None
+    return day
 
 
 def summarize(
@@ -150,11 +158,14 @@ def summarize(
                 for index, value in enumerate(values):
                     into.add(lo + (index + 1) * HOUR, value)
 
-    kept = {bounds: rows for bounds in cut if checkpoint is not None and whole(bounds)
-            and (rows := checkpoint.take_day(_KIND, bounds[1])) is not None}
+    kept: set[tuple[float, float]] = set()
     try:
-        for (lo, _), rows in kept.items():  # one series at a time: a week of them is 2.4 M points
-            add(_from_rows(rows), lo)
+        for bounds in cut:  # a day at a time: a week of them is 2.4 M points
+            rows = checkpoint.take_day(_KIND, bounds[1]) if checkpoint is not None and whole(bounds) else None
+            day = _from_rows(rows) if rows is not None else None
+            if day is not None:
+                add(day.items(), bounds[0])
+                kept.add(bounds)
         # Two days at a time: Prometheus evaluates them on both cores while the answers are read here.
         asking = [bounds for bounds in cut if bounds not in kept]
         with ThreadPoolExecutor(max_workers=2) as pool:

@@ -181,7 +181,8 @@ def fetch_totals(
     by_slice: dict[tuple[float, float], Peaks] = {}
     for lo, hi in cut:
         kept = checkpoint.take_day(kind, hi) if checkpoint is not None and hi - lo == DAY else None
-        by_slice[(lo, hi)] = _from_rows(kept) if kept is not None else defaultdict(dict)
+        found = _from_rows(kept) if kept is not None else None
+        by_slice[(lo, hi)] = found if found is not None else defaultdict(dict)
     asked_parts = [(group, lo, hi) for (lo, hi), found in by_slice.items() if not found for group in groups]
     try:
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="totals") as pool:
@@ -221,12 +222,16 @@ def _rows(peaks: Peaks) -> list[list[str | float | None]]:
     return [[*key, stats.get("cpu"), stats.get("memory")] for key, stats in sorted(peaks.items())]
 
 
-def _from_rows(rows: list[Any]) -> Peaks:
+def _from_rows(rows: list[Any]) -> Peaks | None:
+    """`_rows` read back; None when they are not what it wrote (a damaged checkpoint: asked again)."""
     out: Peaks = defaultdict(dict)
-    for namespace, group, container, cpu, memory in rows:
-        for stat, value in (("cpu", cpu), ("memory", memory)):
-            if value is not None:
-                out[(str(namespace), str(group), str(container))][stat] = float(value)
+    try:
+        for namespace, group, container, cpu, memory in rows:
+            for stat, value in (("cpu", cpu), ("memory", memory)):
+                if value is not None:
+                    out[(str(namespace), str(group), str(container))][stat] = float(value)
+    except (TypeError, ValueError):
+        return None
     return out
 
 
