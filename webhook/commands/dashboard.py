@@ -69,7 +69,8 @@ def register(subparsers: Any) -> None:
         help="the policy ConfigMap in --store-namespace [pod-tailor-policy]",
     )
     parser.add_argument(
-        "--dry-run-window", type=typed(values.duration), default="24h", help="window of the dry-run counts [24h]"
+        "--dry-run-window", type=typed(values.duration), default="24h",
+        help="window of the dry-run counts [24h]",
     )
     add_prometheus_options(parser)
     add_store_options(parser)
