@@ -163,12 +163,15 @@ class TestEachDocumentedOverlay:
     ) -> None:
         objects = checkout.render(overlay.directory, overlay.text)
         urls = {
-            environment(c, objects).get("POD_TAILOR_PROMETHEUS_URL") for c in containers(objects)
+            environment(c, objects).get("POD_TAILOR_PROMETHEUS_URL")
+            for c in containers(objects)
             if any(e["name"].startswith("POD_TAILOR_PROMETHEUS_") for e in c.get("env", ()))
         }
         (literal,) = [
-            item for generator in yaml.safe_load(overlay.text).get("configMapGenerator", ())
-            for item in generator.get("literals", ()) if item.startswith("url=")
+            item
+            for generator in yaml.safe_load(overlay.text).get("configMapGenerator", ())
+            for item in generator.get("literals", ())
+            if item.startswith("url=")
         ]
         assert urls == {literal.removeprefix("url=")}
 

@@ -41,7 +41,9 @@ def test_kubectl_keeps_its_cache_under_the_private_home(tmp_path: Path) -> None:
     with FakeKube(token="") as kube:
         config = kube.write_kubeconfig(tmp_path / "kubeconfig")
         subprocess.run(
-            ["kubectl", "--kubeconfig", str(config), "get", "namespaces"], check=True, capture_output=True,
+            ["kubectl", "--kubeconfig", str(config), "get", "namespaces"],
+            check=True,
+            capture_output=True,
             timeout=60,
         )
     assert list((home() / ".kube" / "cache").rglob("*.json"))

@@ -59,9 +59,22 @@ def test_a_run_that_writes_like_the_suite_leaves_the_home_it_started_with_untouc
         "KUBECONFIG": str(users_home / ".kube" / "config"),
     }
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-o", "addopts=", "-q", "-p", "no:cacheprovider",
-         "tests/isolation/probe.py"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-o",
+            "addopts=",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/isolation/probe.py",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "4 passed" in result.stdout, result.stdout

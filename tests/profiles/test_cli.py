@@ -91,3 +91,28 @@ def test_a_bad_duration_is_refused_by_name(
         main(args)
     assert exited.value.code == 2
     assert f"{option}: not a duration: {value!r}" in capsys.readouterr().err
+
+
+def test_a_namespace_with_no_data_fails_naming_the_close_one_and_leaves_store_and_checkpoint_alone(
+    history: History, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store, kept = tmp_path / "p.json", tmp_path / "checkpoint.json"
+    store.write_text('{"generatedAt": 1, "workloads": {}}')
+    kept.write_text("an earlier build's checkpoint")
+    args = ["profiles", "build", "--prometheus-url", history.prometheus.url, "--namespace", "shopp",
+            "--profiles-path", str(store), "--checkpoint", str(kept), "-q"]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("pod-tailor profiles build: --namespace shopp: no container_memory_working_set")
+    assert "did you mean shop? namespaces with data: " in err
+    assert store.read_text() == '{"generatedAt": 1, "workloads": {}}'
+    assert kept.read_text() == "an earlier build's checkpoint"
+
+
+def test_a_build_of_some_namespaces_keeps_its_own_checkpoint(
+    history: History, tmp_path: Path, private_cache: Path
+) -> None:
+    store = str(tmp_path / "p.json")
+    assert main([*BUILD, "--prometheus-url", history.prometheus.url, "--profiles-path", store, "-q"]) == 0
+    assert (private_cache / "pod-tailor" / "build-checkpoint.shop.json").is_file()
+    assert not (private_cache / "pod-tailor" / "build-checkpoint.json").exists()  # all namespaces' is kept

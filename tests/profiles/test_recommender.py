@@ -27,9 +27,9 @@ def test_the_recommender_writes_configmaps_that_webhook_replicas_load(
 ) -> None:
     kubeconfig = str(kube.write_kubeconfig(tmp_path / "kubeconfig"))
     command = [
-        sys.executable, "-m", "webhook", "recommend", "--prometheus", history.prometheus.url,
+        sys.executable, "-m", "webhook", "recommend", "--prometheus-url", history.prometheus.url,
         "--namespace", "shop", "--step", "5m", "--rate-window", "10m", "--interval", "3600",
-        "--kubernetes", "--kubeconfig", kubeconfig, "-q",
+        "--profiles-store", "kubernetes", "--kubeconfig", kubeconfig, "-q",
     ]
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=dict(os.environ))
     try:
@@ -41,6 +41,8 @@ def test_the_recommender_writes_configmaps_that_webhook_replicas_load(
     finally:
         child.terminate()
         child.wait(timeout=10)
+    logged = child.stdout.read().decode() if child.stdout else ""
+    assert "HTTP Request" not in logged  # httpx logs each query at INFO: they buried what recommend says
 
     found = discover(kubeconfig=kubeconfig)
     assert found.config is not None
@@ -52,7 +54,9 @@ def test_the_recommender_writes_configmaps_that_webhook_replicas_load(
     assert a == b
     assert isinstance(a["app"], Recommendation)
 
-    assert main(["profiles", "show", "shop/checkout", "--kubernetes", "--kubeconfig", kubeconfig]) == 0
+    shown = ["profiles", "show", "shop/checkout", "--profiles-store", "kubernetes", "--kubeconfig",
+             kubeconfig]
+    assert main(shown) == 0
     out = capsys.readouterr().out
     assert out.startswith("# configmaps -l pod-tailor.io/profiles in namespace pod-tailor")
     assert [line.split()[:2] for line in out.splitlines()[2:]] == [

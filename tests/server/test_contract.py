@@ -121,11 +121,19 @@ class TestWarningBudget:
     def test_short_warnings_pass_unchanged_in_order(self) -> None:
         assert fit_warnings(["b", "a"]) == ("b", "a")
 
-    def test_a_long_warning_is_clipped_below_120_characters_on_one_line(self) -> None:
-        (warning,) = fit_warnings(["x" * 300 + "\nsecond line"])
-        assert len(warning) == 119
-        assert warning.endswith("...")
-        assert "\n" not in warning
+    def test_a_long_warning_is_split_between_words_below_120_characters_each_nothing_lost(self) -> None:
+        words = [f"word{i}" for i in range(60)]
+        pieces = fit_warnings([" ".join(words)])
+        assert len(pieces) == 4
+        assert all(len(piece) < 120 for piece in pieces)
+        assert all(piece.startswith("... ") for piece in pieces[1:])
+        assert " ".join(piece.removeprefix("... ") for piece in pieces).split() == words
+
+    def test_a_word_longer_than_a_line_is_clipped_and_the_rest_goes_on(self) -> None:
+        first, second = fit_warnings(["x" * 300 + "\nsecond line"])
+        assert len(first) == 115
+        assert first.endswith("...")
+        assert second == "... second line"
 
     def test_when_they_do_not_fit_the_first_ones_are_kept_and_the_rest_counted(self) -> None:
         warnings = [f"warning number {i:03d} " + "y" * 90 for i in range(100)]

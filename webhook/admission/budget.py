@@ -1,7 +1,8 @@
 """Fitting warnings and audit annotations into what the API server and kubectl will carry.
 
 The API server truncates a warning past 256 characters and drops warnings past 4096 in total, so
-each warning is kept under 120 characters, the list is taken in priority order, and when some do not
+each warning is kept under 120 characters (a longer one is split between words into several, each
+piece after the first starting with "..."), the list is taken in priority order, and when some do not
 fit the last slot says how many were left out instead of losing them silently.
 """
 
@@ -11,7 +12,7 @@ import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-__all__ = ["MAX_TOTAL", "MAX_WARNING", "audit_key", "clip", "fit_audit", "fit_warnings"]
+__all__ = ["MAX_TOTAL", "MAX_WARNING", "audit_key", "clip", "fit_audit", "fit_warnings", "split"]
 
 MAX_WARNING = 119  # strictly under 120 characters
 MAX_TOTAL = 4096
@@ -33,12 +34,34 @@ def clip(text: str, limit: int = MAX_WARNING) -> str:
     return line[: limit - len(_ELLIPSIS)].rstrip() + _ELLIPSIS
 
 
+def split(text: str, limit: int = MAX_WARNING) -> list[str]:
+    """One line of at most `limit` characters, or several cut between words, each after the first
+    starting with "... " (a word longer than a whole line is clipped)."""
+    line = text if _one_line(text) else " ".join(text.split())
+    if len(line) <= limit:
+        return [line] if line else []
+    pieces: list[str] = []
+    current = ""
+    for word in line.split(" "):
+        room = limit - (len(_ELLIPSIS) + 1 if pieces else 0)
+        candidate = f"{current} {word}" if current else word
+        if len(candidate) <= room:
+            current = candidate
+            continue
+        if current:
+            pieces.append(current)
+        current = word if len(word) <= limit - len(_ELLIPSIS) - 1 else clip(word, limit - len(_ELLIPSIS) - 1)
+    pieces.append(current)
+    return [pieces[0], *(f"{_ELLIPSIS} {piece}" for piece in pieces[1:])]
+
+
 def fit_warnings(by_priority: Iterable[str], *, total: int = MAX_TOTAL) -> tuple[str, ...]:
-    """Clip each warning and keep the highest-priority ones (first = most important) within `total`.
+    """Split each long warning (`split`) and keep the highest-priority ones (first = most important)
+    within `total`.
 
     If any are left out, the last kept slot becomes "... and N more" so the reader knows.
     """
-    clipped = [clip(text) for text in by_priority]
+    clipped = [piece for text in by_priority for piece in split(text)]
     clipped = [text for text in clipped if text]
     if sum(len(text) for text in clipped) <= total:
         return tuple(clipped)

@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from webhook.commands.parser import old_name, typed
+from webhook.commands.parser import group, old_name, typed
 from webhook.config import values
 from webhook.server.certs import service_dns_names
 from webhook.server.selfsigned import write_certificates
@@ -45,22 +45,23 @@ def register(subparsers: Any) -> None:
         description=__doc__,
     )
     parser.add_argument(
+        "--days", type=typed(values.positive_count), default=365, help="serving certificate lifetime [365]"
+    )
+    group(parser, "output").add_argument(
         "--out", type=Path, default=Path("manifests/overlays/self-signed/generated"), help="output directory"
     )
-    parser.add_argument("--service", default="pod-tailor", help="webhook Service name [pod-tailor]")
-    parser.add_argument(
+    cluster = group(parser, "cluster", "the names of the objects the certificate is for")
+    cluster.add_argument(
         "--pod-tailor-namespace", default="pod-tailor", metavar="NAMESPACE",
-        help="pod-tailor's namespace [pod-tailor]",
+        help="pod-tailor's own namespace [pod-tailor]",
     )
-    old_name(parser, "--namespace", new="--pod-tailor-namespace", dest="pod_tailor_namespace")
-    parser.add_argument("--secret", default="pod-tailor-tls", help="Secret name [pod-tailor-tls]")
-    parser.add_argument(
+    old_name(cluster, "--namespace", new="--pod-tailor-namespace", dest="pod_tailor_namespace")
+    cluster.add_argument("--service", default="pod-tailor", help="webhook Service name [pod-tailor]")
+    cluster.add_argument("--secret", default="pod-tailor-tls", help="Secret name [pod-tailor-tls]")
+    cluster.add_argument(
         "--webhook-configuration", default="pod-tailor", help="MutatingWebhookConfiguration name [pod-tailor]"
     )
-    parser.add_argument(
+    cluster.add_argument(
         "--webhook", action="append", help="webhook entry name to fill (repeatable) [pods.pod-tailor.io]"
-    )
-    parser.add_argument(
-        "--days", type=typed(values.positive_count), default=365, help="serving certificate lifetime [365]"
     )
     parser.set_defaults(func=_main)

@@ -51,15 +51,10 @@ def add_store_options(parser: argparse.ArgumentParser, *, kubernetes: bool = Tru
         "--profiles-store", choices=("file", "kubernetes"), default="file",
         help="file (--profiles-path) or kubernetes (ConfigMaps in --pod-tailor-namespace) [file]",
     )
-    store.add_argument(
-        "--pod-tailor-namespace", default="pod-tailor", metavar="NAMESPACE",
-        help="pod-tailor's own namespace: the profile and policy ConfigMaps [pod-tailor]",
-    )
     old_name(
         store, "--kubernetes", new="--profiles-store kubernetes", dest="profiles_store", const="kubernetes"
     )
-    old_name(store, "--store-namespace", new="--pod-tailor-namespace", dest="pod_tailor_namespace")
-    add_cluster_options(parser)
+    add_cluster_options(parser, own_namespace=True)
 
 
 def add_scope_options(
@@ -98,10 +93,16 @@ def add_policy_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_cluster_options(parser: argparse.ArgumentParser) -> None:
-    group(parser, "cluster").add_argument(
-        "--kubeconfig", help="kubeconfig (default: in-cluster, $KUBECONFIG, ~/.kube/config)"
-    )
+def add_cluster_options(parser: argparse.ArgumentParser, *, own_namespace: bool = False) -> None:
+    """--kubeconfig, and with `own_namespace` the namespace pod-tailor runs in (its ConfigMaps)."""
+    cluster = group(parser, "cluster")
+    cluster.add_argument("--kubeconfig", help="kubeconfig (default: in-cluster, $KUBECONFIG, ~/.kube/config)")
+    if own_namespace:
+        cluster.add_argument(
+            "--pod-tailor-namespace", default="pod-tailor", metavar="NAMESPACE",
+            help="pod-tailor's own namespace: the profile and policy ConfigMaps [pod-tailor]",
+        )
+        old_name(cluster, "--store-namespace", new="--pod-tailor-namespace", dest="pod_tailor_namespace")
 
 
 def add_build_options(parser: argparse.ArgumentParser) -> None:
@@ -281,7 +282,9 @@ def build_settings(args: argparse.Namespace) -> BuildSettings:
 def build_run(args: argparse.Namespace) -> BuildRun:
     return BuildRun(
         connection=prometheus_connection(args),
-        checkpoint_path=None if args.no_checkpoint else (args.checkpoint or default_checkpoint_path()),
+        checkpoint_path=None if args.no_checkpoint else (
+            args.checkpoint or default_checkpoint_path(namespaces=args.namespace)
+        ),
         end=getattr(args, "end", None),  # only `profiles build` has --end; the recommender reads up to now
         allow_partial=args.allow_partial,
         allow_shrink=args.allow_shrink,

@@ -13,10 +13,10 @@ __all__ = ["OPTION_GROUPS", "register"]
 # Each setting's place in `serve --help`, under the group names every verb uses (commands/parser.py).
 OPTION_GROUPS: dict[str, tuple[str, ...]] = {
     "policy": ("policy_file", "policy_configmap", "default_mode"),
-    "profile store": ("profiles_path", "profiles_store", "namespace", "profiles_refresh_seconds"),
+    "profile store": ("profiles_path", "profiles_store", "profiles_refresh_seconds"),
     "Prometheus connection": PROMETHEUS_FIELDS,
     "profile build": ("profiles_build_seconds",),
-    "cluster": ("kubeconfig", "watch_cluster", "resync_seconds"),
+    "cluster": ("kubeconfig", "namespace", "watch_cluster", "resync_seconds"),
     "server": (
         "host", "port", "cert_file", "key_file", "cert_reload_seconds", "log_level", "max_body_bytes",
         "verdict_cache_size", "verdict_cache_bytes", "admission_timeout_seconds", "max_in_flight",

@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from webhook.config.yamltext import DocumentError, ReadError, decode, parse_yaml, position
 from webhook.core.policy import PolicyError, PolicySet, parse_policies
 
 __all__ = ["bundled_policies", "bundled_policy_document", "load_policy_file", "load_policy_text"]
@@ -25,23 +26,38 @@ def bundled_policies() -> PolicySet:
     return parse_policies(bundled_policy_document(), base=bundled_policy_document()["policies"]["default"])
 
 
-def load_policy_text(text: str) -> PolicySet:
-    """Parse a user policy file's text (YAML or JSON) over the bundled default."""
+def load_policy_text(text: str, *, origin: str = "policy file") -> PolicySet:
+    """Parse a user policy's text (YAML or JSON) over the bundled default. An error is one line that
+    starts with `origin` (a file's path) and the line and column of what is wrong."""
     try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise PolicyError(f"policy file: not valid YAML: {exc}".splitlines()[0][:300]) from None
-    except (ValueError, RecursionError) as exc:  # e.g. a timestamp with day 30 of February
-        raise PolicyError(f"policy file: unreadable YAML: {type(exc).__name__}: {str(exc)[:200]}") from None
+        document = parse_yaml(text, origin=origin)
+    except DocumentError as exc:
+        raise PolicyError(str(exc)) from None
     try:
         return parse_policies(document, base=bundled_policy_document()["policies"]["default"])
     except RecursionError:  # a document nested past Python's stack
-        raise PolicyError("policy file: nested too deeply") from None
+        raise PolicyError(f"{origin}: nested too deeply") from None
+    except PolicyError as exc:
+        raise PolicyError(_placed(str(exc), text, origin=origin)) from None
+
+
+def _placed(message: str, text: str, *, origin: str) -> str:
+    """`policies.x.drainSeconds: must be ...` -> `policy.yaml:7:19: policies.x.drainSeconds: must be ...`."""
+    field, sep, rest = message.partition(": ")
+    if field == "policy file":  # the document itself
+        return f"{origin}: {rest}"
+    found = position(text, field.split(".")) if sep else None
+    return f"{origin}:{found[0]}:{found[1]}: {message}" if found else f"{origin}: {message}"
 
 
 def load_policy_file(path: str) -> PolicySet:
     try:
-        with open(path, encoding="utf-8") as handle:
-            return load_policy_text(handle.read())
+        with open(path, "rb") as handle:
+            data = handle.read()
     except OSError as exc:
         raise PolicyError(f"policy file {path}: {exc.strerror}") from None
+    try:
+        text = decode(data, origin=path)
+    except ReadError as exc:
+        raise PolicyError(str(exc)) from None
+    return load_policy_text(text, origin=path)

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-__all__ = ["DocumentError", "ReadError", "decode", "parse_yaml", "read_input", "yaml_documents"]
+__all__ = [
+    "DocumentError", "ReadError", "decode", "parse_yaml", "position", "read_input", "yaml_documents"
+]
 
 
 class ReadError(ValueError):
@@ -107,6 +109,24 @@ def parse_yaml(text: str, *, origin: str, first_line: int = 1) -> Any:
     except ValueError as exc:  # a timestamp that is not a date: 2024-02-30
         shown = " ".join(str(exc).split())[:200]
         raise DocumentError(f"{origin}:{first_line}: unreadable value: {shown}") from None
+
+
+def position(text: str, path: Sequence[str]) -> tuple[int, int] | None:
+    """(line, column), from 1, of the value at `path` (mapping keys) in a YAML document, or of the
+    deepest part of it that is there; None when the text is not YAML or `path` starts nowhere."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except (yaml.YAMLError, RecursionError, ValueError):
+        return None
+    mark = None
+    for key in path:
+        found = None
+        if isinstance(node, yaml.MappingNode):
+            found = next((v for k, v in node.value if getattr(k, "value", None) == key), None)
+        if found is None:
+            break
+        node, mark = found, found.start_mark
+    return (mark.line + 1, mark.column + 1) if mark is not None else None
 
 
 def _chunks(text: str) -> Iterator[tuple[int, str]]:

@@ -15,6 +15,7 @@ totals and 7 days of hourly usage again: 35 of its 56 s at 2,000 workloads and 1
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from collections.abc import Sequence
@@ -107,13 +108,22 @@ def checkpoint_key(url: str, *, namespaces: Sequence[str], resolution: Sequence[
     return f"v{_VERSION} {url.rstrip('/')} ns={scope} res={'/'.join(resolution)} cpu={cpu_metric} q={grid}"
 
 
-def default_checkpoint_path() -> Path:
-    """`$POD_TAILOR_CHECKPOINT`, else `$XDG_CACHE_HOME/pod-tailor/build-checkpoint.json` (~/.cache)."""
+def default_checkpoint_path(namespaces: Sequence[str] = ()) -> Path:
+    """`$POD_TAILOR_CHECKPOINT`, else `$XDG_CACHE_HOME/pod-tailor/build-checkpoint.json` (~/.cache).
+
+    A build of some `namespaces` keeps its own file beside it (`build-checkpoint.shop.json`), so that it
+    never replaces the checkpoint of the builds of all namespaces (whose next build would be a full one).
+    """
     explicit = os.environ.get(_ENV)
     if explicit:
         return Path(explicit).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "pod-tailor" / "build-checkpoint.json"
+    base = Path(os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")) / "pod-tailor"
+    if not namespaces:
+        return base / "build-checkpoint.json"
+    scope = "+".join(sorted(set(namespaces)))
+    if len(scope) > 100:
+        scope = hashlib.sha256(scope.encode()).hexdigest()[:16]
+    return base / f"build-checkpoint.{scope}.json"
 
 
 def load(path: Path, *, key: str) -> Checkpoint:

@@ -9,6 +9,7 @@ selector's own labels says what they hold instead.
 
 from __future__ import annotations
 
+import difflib
 import time
 from collections.abc import Sequence
 
@@ -58,21 +59,27 @@ def _listed(values: Sequence[str]) -> str:
 
 
 def check_connection(
-    connection: PrometheusConnection, *, window: float, end: float | None = None
+    connection: PrometheusConnection, *, window: float, end: float | None = None,
+    namespaces: Sequence[str] = (),
 ) -> list[str]:
     """Raise `PrometheusError` naming the setting when the build would read nothing; return warnings.
 
     Credentials, TLS and the path prefix are exercised by the same request, so a wrong one fails
-    here, before any large query, with the message `PrometheusConnection` gives it.
+    here, before any large query, with the message `PrometheusConnection` gives it. So does a
+    `namespaces` entry with no container data (a typo would build nothing, and say so only as "0
+    workloads" after replacing what the store and the checkpoint held).
     """
     end = time.time() if end is None else end
     start = end - window
     selector = connection.selector_text
     scope = f"{MEMORY_METRIC}{{{selector}}}"
     with connection.client() as client:
-        namespaces = _label_values(client, connection, "namespace", match=scope, start=start, end=end)
-        if not namespaces:
+        found = _label_values(client, connection, "namespace", match=scope, start=start, end=end)
+        if not found:
             raise PrometheusError(_nothing_found(client, connection, start=start, end=end))
+        missing = [name for name in namespaces if name not in found]
+        if missing:
+            raise PrometheusError(_no_such_namespace(missing, found, connection, start=start, end=end))
         if any(m.label == "cluster" for m in connection.selector):
             return []
         clusters = _label_values(client, connection, "cluster", match=scope, start=start, end=end)
@@ -84,12 +91,28 @@ def check_connection(
     return []
 
 
+def _no_such_namespace(
+    missing: Sequence[str], found: Sequence[str], connection: PrometheusConnection, *, start: float,
+    end: float,
+) -> str:
+    guesses = [close for name in missing for close in difflib.get_close_matches(name, found, n=1)]
+    hint = f"did you mean {', '.join(guesses)}? " if guesses else ""
+    return (
+        f"--namespace {', '.join(missing)}: no {MEMORY_METRIC} series {_span(start, end)} at "
+        f"{connection.display_url}: {hint}namespaces with data: {_listed(found)}"
+    )
+
+
+def _span(start: float, end: float) -> str:
+    hours = round((end - start) / 3600)
+    length = f"{hours // 24}d" if hours % 24 == 0 else f"{hours}h"
+    return f"in the last {length}" if abs(time.time() - end) < 60 else "in the window"
+
+
 def _nothing_found(
     client: httpx.Client, connection: PrometheusConnection, *, start: float, end: float
 ) -> str:
-    hours = round((end - start) / 3600)
-    length = f"{hours // 24}d" if hours % 24 == 0 else f"{hours}h"
-    span = f"in the last {length}" if abs(time.time() - end) < 60 else "in the window"
+    span = _span(start, end)
     if not connection.selector:
         return (
             f"Prometheus at {connection.display_url} has no {MEMORY_METRIC} series {span}: is cadvisor "

@@ -76,7 +76,7 @@ def build_once(
     for warning in connection.warnings():
         print(f"warning: {warning}", file=sys.stderr)
     window = duration(settings.window)
-    for warning in check_connection(connection, window=window, end=run.end):
+    for warning in check_connection(connection, window=window, end=run.end, namespaces=settings.namespaces):
         print(f"warning: {warning}", file=sys.stderr)
     prom = connection.open()
     where = run.checkpoint_path
