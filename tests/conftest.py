@@ -23,6 +23,13 @@ __all__ = ["kube", "kubeconfig"]
 _HOME = pytest.StashKey[Path]()
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--screenshots", metavar="DIR",
+        help="also copy the dashboard's and the html report's screenshots to DIR (docs/images)",
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[_HOME] = make_private_home()
 

@@ -22,8 +22,9 @@ XDG = {
     "XDG_STATE_HOME": ".local/state",
     "XDG_RUNTIME_DIR": "run",
 }
-# Variables that steer the tests themselves (a fixed clock hour, where screenshots are copied): kept.
-TEST_CONTROLS = ("POD_TAILOR_TEST_", "POD_TAILOR_SCREENSHOTS")
+# Variables that steer the tests themselves (a fixed clock hour): kept. (Screenshots are copied to
+# docs/images by `pytest --screenshots DIR` only, never by a variable a shell may still hold.)
+TEST_CONTROLS = ("POD_TAILOR_TEST_",)
 
 
 def make_private_home() -> Path:

@@ -7,8 +7,8 @@ say "no errors". Debian's `chromium` and `chromium-driver` (scripts/test install
 
 from __future__ import annotations
 
-import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -82,15 +82,23 @@ def contrast(first: str, second: str) -> float:
     return (a + 0.05) / (b + 0.05)
 
 
-def screenshot(browser: Chrome, directory: Path, name: str) -> Path:
-    """A PNG of the window; also into $POD_TAILOR_SCREENSHOTS when set (docs/images)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{name}.png"
+@dataclass(frozen=True)
+class Shots:
+    """Where screenshots go: the test run's own directory, and `copy_to` (docs/images) only when the run
+    was asked to (`pytest --screenshots docs/images`): a normal run never touches tracked images."""
+
+    directory: Path
+    copy_to: Path | None = None
+
+
+def screenshot(browser: Any, shots: Shots, name: str) -> Path:
+    """A PNG of the window, in the run's directory (and copied where `shots` says)."""
+    shots.directory.mkdir(parents=True, exist_ok=True)
+    path = shots.directory / f"{name}.png"
     browser.save_screenshot(str(path))
-    extra = os.environ.get("POD_TAILOR_SCREENSHOTS")
-    if extra:
-        Path(extra).mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, Path(extra) / path.name)
+    if shots.copy_to is not None:
+        shots.copy_to.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, shots.copy_to / path.name)
     return path
 
 
@@ -133,3 +141,41 @@ def line_offset(browser: Chrome, chart: WebElement, line: WebElement, axis: str)
         float(chart.get_attribute("data-plot-height") or 0),
     )
     return float(measured), plot_top + height - height * value / top
+
+
+# Every text of the chart (caption included) as [text, left, top, right, bottom] on the screen, and the
+# chart's own box.
+_BOXES = """
+const svg = arguments[0], frame = svg.getBoundingClientRect();
+const texts = Array.from(svg.querySelectorAll('text')).map(t => {
+  const r = t.getBoundingClientRect(); return [t.textContent, r.left, r.top, r.right, r.bottom]; });
+return [texts, [frame.left, frame.top, frame.right, frame.bottom]];
+"""
+
+
+def _overlaps(texts: list[list[Any]]) -> list[tuple[str, str]]:
+    found = []
+    for i, (a, *ra) in enumerate(texts):
+        for b, *rb in texts[i + 1 :]:
+            if ra[0] < rb[2] - 0.5 and rb[0] < ra[2] - 0.5 and ra[1] < rb[3] - 0.5 and rb[1] < ra[3] - 0.5:
+                found.append((a, b))
+    return found
+
+
+def _outside(texts: list[list[Any]], frame: list[float]) -> list[str]:
+    return [
+        t
+        for t, left, top, right, bottom in texts
+        if left < frame[0] - 0.5 or top < frame[1] - 0.5 or right > frame[2] + 0.5 or bottom > frame[3] + 0.5
+    ]
+
+
+def crowded_labels(browser: Chrome) -> list[str]:
+    """Each chart of the page whose texts overlap or leave it, with the texts concerned."""
+    problems = []
+    for chart in browser.find_elements(By.CSS_SELECTOR, "svg.chart"):
+        texts, frame = browser.execute_script(_BOXES, chart)
+        title = chart.get_attribute("aria-label")
+        problems += [f"{title}: {a!r} overlaps {b!r}" for a, b in _overlaps(texts)]
+        problems += [f"{title}: {t!r} leaves the chart" for t in _outside(texts, frame)]
+    return problems

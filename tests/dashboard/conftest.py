@@ -28,7 +28,7 @@ from promserver import PromServer, backfill, free_port  # noqa: E402
 from selenium.webdriver import Chrome  # noqa: E402
 
 from tests.dashboard import demo  # noqa: E402
-from tests.dashboard.browser import start_browser  # noqa: E402
+from tests.dashboard.browser import Shots, start_browser  # noqa: E402
 from webhook.dashboard.app import create_dashboard  # noqa: E402
 from webhook.dashboard.fleet import FleetConfig, FleetKeeper, load_fleet  # noqa: E402
 from webhook.profiles.prometheus import Prometheus  # noqa: E402
@@ -125,6 +125,7 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chrome]:
 
 
 @pytest.fixture(scope="module")
-def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Where the screenshots go: the test run's output directory (and $POD_TAILOR_SCREENSHOTS)."""
-    return tmp_path_factory.getbasetemp() / "screenshots"
+def shots(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -> Shots:
+    """Where the screenshots go: the test run's output directory, and the --screenshots directory."""
+    asked = pytestconfig.getoption("screenshots")
+    return Shots(tmp_path_factory.getbasetemp() / "screenshots", Path(asked) if asked else None)

@@ -73,17 +73,24 @@ class TestNothingSecretAndNothingAllowedIn:
         assert headers["x-content-type-options"] == "nosniff"
 
 
-def test_before_the_first_read_pages_say_loading_with_503() -> None:
+def test_while_the_cluster_cannot_be_read_pages_say_why_and_what_to_do_with_503() -> None:
+    tries = []
+
     def unreachable() -> Fleet:
+        tries.append(time.monotonic())
         raise RuntimeError("cannot reach the API server")
 
-    keeper = FleetKeeper(unreachable, interval=3600)
+    keeper = FleetKeeper(unreachable, interval=3600, first_retry=0.05)
     with serving(keeper, wait="/healthz") as url:
-        while keeper.error is None:
+        while len(tries) < 3:  # tried again soon, not after the hour a refresh waits
             time.sleep(0.01)
         page = httpx.get(url + "/", timeout=10)
         assert page.status_code == 503
+        assert "<h1>Cannot read the cluster</h1>" in page.text
         assert "cannot reach the API server" in page.text
+        assert "<code>kubectl get namespaces</code>" in page.text
+        assert "<code>-f DIR</code>" in page.text
+        assert '<meta http-equiv="refresh" content="1">' in page.text
         assert httpx.get(url + "/api/namespaces", timeout=10).json() == {
             "detail": "loading",
             "error": "RuntimeError: cannot reach the API server",

@@ -11,6 +11,7 @@ from selenium.webdriver import Chrome
 from selenium.webdriver.common.by import By
 
 from tests.dashboard.browser import (
+    Shots,
     console_errors,
     console_log,
     contrast,
@@ -55,7 +56,7 @@ def test_it_needs_nothing_from_the_network(html_report: Path) -> None:
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_it_opens_offline_without_errors_and_reads_in_both_themes(
-    browser: Chrome, html_report: Path, shots: Path, scheme: str
+    browser: Chrome, html_report: Path, shots: Shots, scheme: str
 ) -> None:
     theme(browser, scheme)
     console_log(browser)

@@ -6,16 +6,16 @@ holds the rows it must, links where it says, and draws each request line at its 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from selenium.webdriver import Chrome
 from selenium.webdriver.common.by import By
 
 from tests.dashboard.browser import (
+    Shots,
     console_errors,
     console_log,
     contrast,
+    crowded_labels,
     fits_the_window,
     line_offset,
     luminance,
@@ -37,7 +37,7 @@ def visit(browser: Chrome, dashboard: Dashboard, path: str) -> None:
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("page", list(PAGES))
 def test_every_page_loads_cleanly_fits_and_reads_in_both_themes(
-    browser: Chrome, dashboard: Dashboard, shots: Path, page: str, scheme: str
+    browser: Chrome, dashboard: Dashboard, shots: Shots, page: str, scheme: str
 ) -> None:
     theme(browser, scheme)
     visit(browser, dashboard, PAGES[page])
@@ -54,6 +54,61 @@ def test_every_page_loads_cleanly_fits_and_reads_in_both_themes(
             "aria-label"
         )
     assert screenshot(browser, shots, f"dashboard-{page}-{scheme}").stat().st_size > 10_000
+
+
+class TestWhatAPersonSees:
+    """The polish a first hour asked for, checked on the screen."""
+
+    @pytest.mark.parametrize("page", list(PAGES))
+    def test_no_chart_label_overlaps_another_or_leaves_its_chart(
+        self, browser: Chrome, dashboard: Dashboard, page: str
+    ) -> None:
+        visit(browser, dashboard, PAGES[page])
+        assert crowded_labels(browser) == []
+
+    def test_every_chart_drawn_has_data(self, browser: Chrome, dashboard: Dashboard) -> None:
+        for path in ("/namespaces/shop/Deployment/web", "/namespaces/shop/CronJob/nightly", "/"):
+            visit(browser, dashboard, path)
+            for chart in browser.find_elements(By.CSS_SELECTOR, "svg.chart"):
+                drawn = chart.find_elements(By.CSS_SELECTOR, "rect.box, polyline.usage, rect.bar-after")
+                assert drawn, chart.get_attribute("aria-label")
+                assert chart.find_elements(By.CSS_SELECTOR, "text.empty") == []
+
+    def test_each_field_says_where_its_own_value_comes_from(
+        self, browser: Chrome, dashboard: Dashboard
+    ) -> None:
+        visit(browser, dashboard, "/namespaces/shop/Deployment/web")
+        report = dashboard.keeper.current
+        assert report is not None
+        web = report.index[("shop", "Deployment", "web")]
+        for section in browser.find_elements(By.CSS_SELECTOR, "section.container"):
+            container = next(c for c in web.containers if f"c-{c.name}" == section.get_attribute("id"))
+            for row in section.find_elements(By.CSS_SELECTOR, "table.fields tbody tr"):
+                field, _, _, shown, _ = (c.text for c in row.find_elements(By.TAG_NAME, "td"))
+                expected = container.sources[field].kind if field in container.sources else "added"
+                assert shown == expected, (container.name, field)
+
+    def test_limits_are_shown_beside_the_requests_on_the_fleet_and_namespace_pages(
+        self, browser: Chrome, dashboard: Dashboard
+    ) -> None:
+        visit(browser, dashboard, "/")
+        memory = {row[0]: row[7] for row in table_rows(browser, "namespaces")}
+        assert "limit" in memory["shop"]
+        visit(browser, dashboard, "/namespaces/shop")
+        assert any("limit" in row[4] for row in table_rows(browser, "workloads"))
+
+    def test_namespaces_not_opted_in_are_named_with_how_to_see_them(
+        self, browser: Chrome, dashboard: Dashboard
+    ) -> None:
+        visit(browser, dashboard, "/")
+        shown = browser.find_element(By.CSS_SELECTOR, "p.not-opted-in").text
+        assert shown == "idle."
+        assert "-A" in browser.page_source
+
+    def test_a_status_line_never_says_built_never(self, browser: Chrome, dashboard: Dashboard) -> None:
+        visit(browser, dashboard, "/")
+        assert "built never" not in browser.page_source
+        assert "(no profiles built yet)" not in browser.page_source
 
 
 class TestTheNamespacesPage:
@@ -159,10 +214,12 @@ class TestTheWorkloadPage:
         startup = chart.find_element(By.CSS_SELECTOR, "line.marker.startup")
         assert startup.get_attribute("data-value") == "1.2"
 
-    def test_a_container_without_a_summary_says_so(self, browser: Chrome, dashboard: Dashboard) -> None:
+    def test_a_container_without_a_summary_says_so_and_draws_no_empty_chart(
+        self, browser: Chrome, dashboard: Dashboard
+    ) -> None:
         visit(browser, dashboard, "/namespaces/shop/CronJob/nightly")
-        assert "No usage summary in the profile store." in browser.page_source
-        assert browser.find_elements(By.CSS_SELECTOR, "svg.chart text.empty")
+        assert "No usage summary in the profile store: nothing to draw." in browser.page_source
+        assert browser.find_elements(By.CSS_SELECTOR, "svg.chart") == []
 
     def test_the_breadcrumb_leads_back(self, browser: Chrome, dashboard: Dashboard) -> None:
         visit(browser, dashboard, "/namespaces/shop/Deployment/web")

@@ -122,7 +122,7 @@ def create_dashboard(keeper: FleetKeeper, *, background: bool = True) -> FastAPI
     def unready(api: bool) -> Response:
         if api:
             return JSONResponse({"detail": "loading", "error": keeper.error}, status_code=503)
-        return html(pages.loading(keeper.error), 503)
+        return html(pages.loading(keeper.error, retry_seconds=keeper.retry_seconds), 503)
 
     @app.get("/healthz")
     async def healthz() -> Response:

@@ -22,7 +22,7 @@ from webhook.dashboard.dryrun import DryRunSeen, read_dry_run
 from webhook.profiles.prometheus import Prometheus
 from webhook.profiles.store import ProfileStore
 from webhook.report.document import workload_document
-from webhook.report.live import read_cluster
+from webhook.report.live import EXCLUDED, read_cluster
 from webhook.report.manifests import manifests_report
 from webhook.report.model import Report, WorkloadReport
 from webhook.report.pipeline import build_report
@@ -42,6 +42,7 @@ class Fleet:
     profiled: frozenset[str]  # namespaces the profile store has profiles for
     dry_run: DryRunSeen
     seconds: float = 0.0  # how long the load took
+    not_opted_in: tuple[str, ...] = ()  # namespaces of the cluster left out: not labelled, no -A
     encoded: dict[Key, bytes] = field(default_factory=dict)  # each workload's JSON, made once when asked
 
     def workload_json(self, workload: WorkloadReport) -> bytes:
@@ -55,13 +56,15 @@ class Fleet:
 
     @classmethod
     def of(
-        cls, report: Report, *, profiled: frozenset[str], dry_run: DryRunSeen, seconds: float = 0.0
+        cls, report: Report, *, profiled: frozenset[str], dry_run: DryRunSeen, seconds: float = 0.0,
+        not_opted_in: tuple[str, ...] = (),
     ) -> Fleet:
         grouped: defaultdict[str, list[WorkloadReport]] = defaultdict(list)
         for workload in report.workloads:
             grouped[workload.namespace].append(workload)
         index = {(w.namespace, w.kind, w.name): w for w in report.workloads}
-        return cls(report, index, {ns: tuple(ws) for ns, ws in grouped.items()}, profiled, dry_run, seconds)
+        by_namespace = {ns: tuple(ws) for ns, ws in grouped.items()}
+        return cls(report, index, by_namespace, profiled, dry_run, seconds, not_opted_in=not_opted_in)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,12 +97,14 @@ def _dry_run(config: FleetConfig, at: float) -> DryRunSeen:
         prom.close()
 
 
-def _report(config: FleetConfig, usage: Usage) -> Report:
+def _report(config: FleetConfig, usage: Usage) -> tuple[Report, tuple[str, ...]]:
+    """The report, and the cluster's namespaces it leaves out (not opted in)."""
     if config.manifests:
         assert config.policies is not None, "manifests are read with a given policy"
-        return manifests_report(
+        report = manifests_report(
             config.manifests, policies=config.policies, usage=usage, namespaces=config.namespaces
         )
+        return report, ()
     view = read_cluster(
         kubeconfig=config.kubeconfig,
         api_client=config.api_client,
@@ -110,7 +115,7 @@ def _report(config: FleetConfig, usage: Usage) -> Report:
         policy_configmap=config.policy_configmap,
         policies=config.policies,
     )
-    return build_report(
+    report = build_report(
         view.workloads,
         cluster=view.cluster,
         profiles=usage.snapshot,
@@ -119,16 +124,23 @@ def _report(config: FleetConfig, usage: Usage) -> Report:
         assume_opted_in=config.all_namespaces,
         problems=[*view.problems, *([usage.problem] if usage.problem else [])],
     )
+    left_out = () if config.namespaces or view.scope is None else tuple(
+        ns for ns in sorted(view.cluster.namespaces or ())
+        if ns not in view.scope and ns not in (*EXCLUDED, config.own_namespace)
+    )
+    return report, left_out
 
 
 def load_fleet(config: FleetConfig) -> Fleet:
     """One full read; raises ClusterError when the cluster cannot be read at all."""
     started = time.monotonic()
     usage = from_store(config.store)
-    report = _report(config, usage)
+    report, left_out = _report(config, usage)
     profiled = frozenset(key.namespace for key in usage.document.workloads)
     dry_run = _dry_run(config, time.time())
-    fleet = Fleet.of(report, profiled=profiled, dry_run=dry_run, seconds=time.monotonic() - started)
+    fleet = Fleet.of(
+        report, profiled=profiled, dry_run=dry_run, seconds=time.monotonic() - started, not_opted_in=left_out
+    )
     for workload in report.workloads:  # here, in the background, not in the first request for them
         fleet.workload_json(workload)
     return fleet
@@ -140,6 +152,7 @@ class FleetKeeper:
 
     load: Callable[[], Fleet]
     interval: float = 60.0
+    first_retry: float = 5.0  # until a first fleet is read, a failed read is tried again this soon
     current: Fleet | None = None
     error: str | None = None  # the last failed rebuild, cleared by the next good one
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -155,10 +168,15 @@ class FleetKeeper:
         self.current, self.error = fleet, None
         return True
 
+    @property
+    def retry_seconds(self) -> float:
+        """Until the next read: the interval, or sooner while there is nothing to show yet."""
+        return self.interval if self.current is not None else min(self.interval, self.first_retry)
+
     def _run(self) -> None:
         while not self._stop.is_set():
             self.refresh()
-            self._stop.wait(self.interval)
+            self._stop.wait(self.retry_seconds)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="dashboard-refresh", daemon=True)

@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 from webhook.dashboard.fleet import Fleet
 from webhook.report.document import stamp
-from webhook.report.model import WorkloadReport
+from webhook.report.model import Report, WorkloadReport
 from webhook.report.page import document, table
 from webhook.report.views import (
     container_detail,
@@ -56,12 +56,19 @@ def _nav(*crumbs: tuple[str, str]) -> str:
     return '<span class="muted">' + " / ".join(links) + "</span>"
 
 
+def _profiles(report: Report) -> str:
+    """`profiles: file ... (built 2.0 h ago)`, or that none are built yet and how to build them."""
+    if not report.profiles_at:
+        return "profiles: none built yet (<code>pod-tailor profiles build</code> builds them)"
+    built = _age(report.profiles_at, time.time())
+    return f"profiles: {escape(report.profiles)} (built {escape(built)})"
+
+
 def _status(fleet: Fleet, error: str | None) -> str:
     report = fleet.report
     line = (
         f'<p class="sub">{escape(report.source)}; read {escape(stamp(report.generated_at) or "-")} '
-        f"in {fleet.seconds:.1f}s; profiles: {escape(report.profiles)} (built "
-        f"{escape(_age(report.profiles_at, time.time()))})</p>"
+        f"in {fleet.seconds:.1f}s; {_profiles(report)}</p>"
     )
     if error:
         line += f'<div class="problems"><b>Last refresh failed, showing older data:</b> {escape(error)}</div>'
@@ -85,8 +92,24 @@ def namespaces_page(fleet: Fleet, *, error: str | None = None) -> str:
             if report.namespaces
             else "<p>No workloads in scope: no namespace is opted in (label pod-tailor.io/mode).</p>"
         )
+        + _not_opted_in(fleet.not_opted_in)
     )
     return document("pod-tailor dashboard", body, nav=_nav())
+
+
+def _not_opted_in(namespaces: Sequence[str], *, shown: int = 30) -> str:
+    """The cluster's other namespaces, by name, and how to see what pod-tailor would do there."""
+    if not namespaces:
+        return ""
+    names = ", ".join(escape(ns) for ns in namespaces[:shown])
+    more = f" and {len(namespaces) - shown} more" if len(namespaces) > shown else ""
+    return (
+        f"<h2>Not opted in ({len(namespaces)})</h2>"
+        f'<p class="not-opted-in">{names}{more}.</p>'
+        '<p class="muted">pod-tailor leaves their Pods alone. Label one '
+        "<code>pod-tailor.io/mode=dry-run</code> to see it here, or start the dashboard with "
+        "<code>-A</code> to see every namespace as if it were opted in.</p>"
+    )
 
 
 # Sort keys of the namespace page: the column, and the value a workload sorts by.
@@ -151,14 +174,18 @@ def _dry_run_panel(fleet: Fleet, namespace: str, workloads: Sequence[WorkloadRep
         ]
         for f in fields
     ]
+    source = "the webhook's <code>pod_tailor_dry_run_*</code> counters, from Prometheus"
     if seen.error is not None:
         note = f'<p class="muted">Dry-run counts unavailable: {escape(seen.error)}</p>'
-    else:
-        pods = seen.pods.get(namespace, 0)
+    elif namespace not in seen.pods:
         note = (
-            f'<p class="muted">{pods} Pod(s) created in dry-run mode over the last '
-            f"{escape(seen.window)} (the webhook's <code>pod_tailor_dry_run_*</code> counters, "
-            "from Prometheus).</p>"
+            f'<p class="muted">No dry-run Pod of this namespace recorded over the last {escape(seen.window)} '
+            f"({source}).</p>"
+        )
+    else:
+        note = (
+            f'<p class="muted">{seen.pods[namespace]} Pod(s) created in dry-run mode over the last '
+            f"{escape(seen.window)} ({source}).</p>"
         )
     headers = ["field", f"would have been set, last {seen.window}", "would be set now (workloads)"]
     return (
@@ -225,6 +252,19 @@ def not_found(what: str) -> str:
     return document("not found - pod-tailor", f"<h1>Not found</h1><p>{escape(what)}</p>", nav=_nav())
 
 
-def loading(error: str | None) -> str:
-    text = f"The first read failed: {escape(error)}. Retrying." if error else "Reading the cluster; a moment."
-    return document("loading - pod-tailor", f'<h1>Loading</h1><p class="sub">{text}</p>', nav=_nav())
+def loading(error: str | None, *, retry_seconds: float) -> str:
+    """Before the first read: a moment's wait, or why the cluster could not be read and what to check.
+    The page reloads itself each time the dashboard reads again."""
+    again = f"{retry_seconds:g} s"
+    if error is None:
+        title, text = "Loading", f"Reading the cluster; a moment (this page reloads every {again})."
+    else:
+        title = "Cannot read the cluster"
+        text = (
+            f"{escape(error)}<br>Check that the API server is reachable from here with these credentials "
+            "(<code>kubectl get namespaces</code> with the same kubeconfig), or start the dashboard with "
+            f"<code>-f DIR</code> to show manifests instead. Trying again every {again}; this page reloads."
+        )
+    refresh = f'<meta http-equiv="refresh" content="{max(1, round(retry_seconds))}">'
+    body = f'{refresh}<h1>{title}</h1><p class="sub loading">{text}</p>'
+    return document(f"{title.lower()} - pod-tailor", body, nav=_nav())

@@ -105,22 +105,48 @@ def bars(resource: str, rows: Sequence[tuple[str, float, float]], *, title: str,
     return _svg("bars", title, bottom + 36, scale, "".join(body))
 
 
+def _width(text: str, size: float) -> float:
+    """About how wide `text` is drawn at font `size` (sans-serif: 0.6 em a character, a little spare)."""
+    return len(text) * size * 0.62 + 2
+
+
+def _lane(extent: tuple[float, float], lanes: list[list[tuple[float, float]]], gap: float = 4) -> int | None:
+    """The first lane where `extent` (left, right) clears every extent already in it (then taken), or
+    None when every lane is full there."""
+    for number, taken in enumerate(lanes):
+        if all(extent[1] + gap <= left or right + gap <= extent[0] for left, right in taken):
+            taken.append(extent)
+            return number
+    return None
+
+
+# Marker label rows of a distribution chart, y of the baseline: two above the plot, two below it.
+_ABOVE, _BELOW = (40.0, 28.0), (126.0, 138.0)
+
+
 def _vertical_markers(
     markers: Sequence[Marker], x_of: Callable[[float], float], *, top: float, bottom: float
-) -> str:
-    """Request and limit lines across the plot; labels above (the first two) and below, staggered."""
-    parts = []
-    for index, marker in enumerate(markers):
+) -> tuple[str, str]:
+    """Request and limit lines across the plot, and their labels (drawn last, over everything): each in
+    the first row (above, then below) where it overlaps no other, anchored away from the right edge. A
+    label with no room is left to the line's tooltip."""
+    parts, labels = [], []
+    lanes: list[list[tuple[float, float]]] = [[] for _ in (*_ABOVE, *_BELOW)]
+    for marker in sorted(markers, key=lambda m: m.value):
         x = x_of(marker.value)
-        y = top - 3 - 11 * (index % 2) if index < 2 else bottom + 10 + 11 * (index % 2)
-        anchor = "end" if x > WIDTH - 120 else "start"
+        width = _width(marker.label, 10)
+        anchor = "end" if x + 3 + width > WIDTH - 2 else "start"
+        extent = (x - 3 - width, x - 3) if anchor == "end" else (x + 3, x + 3 + width)
         parts.append(
             f'<line class="marker {marker.name}" x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{bottom}" '
             f'data-value="{marker.value:g}"><title>{escape(marker.label)}</title></line>'
         )
-        nudge = 3 if anchor == "start" else -3
-        parts.append(_text(f"marker-label {marker.name}", x + nudge, y, marker.label, anchor=anchor))
-    return "".join(parts)
+        lane = _lane(extent, lanes)
+        if lane is not None:
+            y = (*_ABOVE, *_BELOW)[lane]
+            x_text = x + 3 if anchor == "start" else x - 3
+            labels.append(_text(f"marker-label {marker.name}", x_text, y, marker.label, anchor=anchor))
+    return "".join(parts), "".join(labels)
 
 
 def distribution(
@@ -128,14 +154,14 @@ def distribution(
 ) -> str:
     """Usage quantiles as a box (p50 to p95) with whiskers (p99, max) against request and limit lines."""
     left, width = 40, WIDTH - 80
-    top, bottom = 52.0, 104.0
+    top, middle, bottom, axis = 46.0, 70.0, 114.0, 146.0
     axis_max = _axis_max(resource, [*quantiles.values(), *(m.value for m in markers)])
 
     def x_of(value: float) -> float:
         return left + width * value / axis_max
 
-    body: list[str] = []
-    middle = (top + bottom) / 2
+    lines, labels = _vertical_markers(markers, x_of, top=top, bottom=bottom)
+    body: list[str] = [lines]  # under the box and its names, whose halo keeps them readable
     if quantiles:
         q = {name: x_of(value) for name, value in quantiles.items()}
         low, high = q.get("p50", left), q.get("p95", q.get("max", left))
@@ -143,23 +169,23 @@ def distribution(
         body.append(f'<line class="whisker" x1="{left}" y1="{middle}" x2="{far:.1f}" y2="{middle}"/>')
         box = f'x="{low:.1f}" y="{middle - 10}" width="{max(high - low, 1):.1f}" height="20"'
         body.append(f'<rect class="box" {box}/>')
-        rows: list[float] = []  # the last label's x in each row of labels under the box
+        lanes: list[list[tuple[float, float]]] = [[], []]  # two rows of quantile names under the box
         for name, x in sorted(q.items(), key=lambda kv: kv[1]):
-            row = next((i for i, last in enumerate(rows) if x - last >= 24), len(rows))
-            rows[row : row + 1] = [x]  # past two rows a crowded label is left to the line's tooltip
             body.append(
                 f'<line class="quantile" x1="{x:.1f}" y1="{middle - 13}" x2="{x:.1f}" y2="{middle + 13}" '
                 f'data-quantile="{name}" data-value="{quantiles[name]:g}"><title>{name} '
                 f"{amount(resource, quantiles[name])}</title></line>"
             )
-            if row < 2:
-                body.append(_text("tick q", x, middle + 23 + 10 * row, name, anchor="middle"))
+            half = _width(name, 11) / 2
+            row = _lane((x - half, x + half), lanes, gap=2)
+            if row is not None:  # else a crowded name is left to the line's tooltip
+                body.append(_text("tick q", x, middle + 26 + 13 * row, name, anchor="middle"))
     else:
         body.append(_text("empty", left + 8, middle + 4, "no usage summary"))
-    body.append(_vertical_markers(markers, x_of, top=top - 8, bottom=bottom + 8))
-    body.append(_x_axis(resource, axis_max, left=left, width=width, y=bottom + 34, unit=unit))
+    body.append(labels)
+    body.append(_x_axis(resource, axis_max, left=left, width=width, y=axis, unit=unit))
     scale = {"axis-max": f"{axis_max:g}", "plot-left": left, "plot-width": width, "resource": resource}
-    return _svg("distribution", title, bottom + 70, scale, "".join(body))
+    return _svg("distribution", title, axis + 36, scale, "".join(body))
 
 
 def hourly(
@@ -185,26 +211,25 @@ def hourly(
         y = y_of(tick)
         body.append(f'<line class="grid" x1="{left}" y1="{y:.1f}" x2="{left + width}" y2="{y:.1f}"/>')
         body.append(_text("tick", left - 5, y + 4, amount(resource, tick), anchor="end"))
-    for hour in range(0, 24, 3):
-        body.append(_text("tick", x_of(hour), bottom + 15, f"{hour:02d}h", anchor="middle"))
-    body.append(_text("unit", left + width, bottom + 30, "hour of day (UTC)", anchor="end"))
-    body.append(_text("unit", 4, bottom + 30, unit))
+    for hour in range(0, 24, 3):  # below the value axis' own "0", clear of it
+        body.append(_text("tick", x_of(hour), bottom + 19, f"{hour:02d}h", anchor="middle"))
+    body.append(_text("unit", left + width, bottom + 33, "hour of day (UTC)", anchor="end"))
+    body.append(_text("unit", 4, bottom + 33, unit))
     if known:
         points = " ".join(f"{x_of(h):.1f},{y_of(v):.1f}" for h, v in enumerate(curve) if v is not None)
         body.append(f'<polyline class="usage" points="{points}"/>')
     else:
         body.append(_text("empty", left + 10, top + plot / 2, "no hourly usage"))
     placed: list[float] = []
-    for marker in markers:
+    for marker in sorted(markers, key=lambda m: -m.value):  # top down, each label at or below the last
         y = y_of(marker.value)
-        label_y = y + 4
-        while any(abs(label_y - other) < 11 for other in placed):
-            label_y += 11
+        label_y = max(y + 4, placed[-1] + 12 if placed else top)
         placed.append(label_y)
         body.append(
             f'<line class="marker {marker.name}" x1="{left}" y1="{y:.1f}" x2="{left + width}" y2="{y:.1f}" '
             f'data-value="{marker.value:g}"><title>{escape(marker.label)}</title></line>'
         )
         body.append(_text(f"marker-label {marker.name}", left + width + 4, label_y, marker.label))
+    height = max(bottom + 40, (placed[-1] + 6) if placed else 0)
     scale = {"axis-max": f"{axis_max:g}", "plot-top": top, "plot-height": plot, "resource": resource}
-    return _svg("hourly", title, bottom + 38, scale, "".join(body))
+    return _svg("hourly", title, height, scale, "".join(body))

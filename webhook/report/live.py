@@ -27,7 +27,7 @@ from webhook.cluster.snapshot import build_snapshot
 from webhook.config.policies import bundled_policies
 from webhook.config.settings import Settings
 from webhook.core.facts import parse_server_version
-from webhook.core.namespace import MODE_LABEL, Mode
+from webhook.core.namespace import MODE_LABEL, Mode, label_problems
 from webhook.core.policy import PolicySet
 from webhook.core.snapshot import ClusterSnapshot
 from webhook.core.workload import pod_workload
@@ -241,6 +241,11 @@ def _scope(
     if cluster.namespaces is None:
         problems.append("cannot tell which namespaces are opted in: pass -n NAMESPACE or --all-namespaces")
         return ()
+    for namespace, labels in sorted(cluster.namespaces.items()):
+        problems.extend(
+            f"namespace {namespace}: {problem}"
+            for problem in label_problems(labels, policies=cluster.policies.policies)
+        )
     found = tuple(ns for ns in _opted_in(cluster) if ns not in (*EXCLUDED, own))
     if not found:
         problems.append(f"no namespace is labelled {MODE_LABEL}=enforce or dry-run: try --all-namespaces")

@@ -78,6 +78,20 @@ class ContainerReport:
         return bool(self.adds) or self.current != self.recommended
 
     @property
+    def origins(self) -> str:
+        """Where the requests come from (`history`, or `history/policy` for cpu and memory), and where
+        the limits do when that is elsewhere (`history (limits: policy)`): a limit the policy made must
+        not read as sized from history."""
+
+        def kinds(section: str) -> list[str]:
+            keys = [f"{section}.{resource}" for resource in ("cpu", "memory")]
+            return list(dict.fromkeys(self.sources[key].kind for key in keys if key in self.sources))
+
+        requests, limits = kinds("requests"), kinds("limits")
+        text = "/".join(requests) or "-"
+        return text + (f" (limits: {'/'.join(limits)})" if limits and limits != requests else "")
+
+    @property
     def traffic_path(self) -> str:
         """The path the preStop pause pod-tailor adds was sized for (`behind Service web type ...`), or ""."""
         for added in self.adds:

@@ -63,7 +63,9 @@ svg.chart .request-after { stroke: var(--req-after); fill: var(--req-after); }
 svg.chart .limit-now { stroke: var(--lim-now); fill: var(--lim-now); stroke-dasharray: 5 3; }
 svg.chart .limit-after { stroke: var(--lim-after); fill: var(--lim-after); }
 svg.chart .startup { stroke: var(--muted); fill: var(--muted); stroke-dasharray: 2 3; }
-svg.chart text.marker-label { stroke: none; font-size: 10px; }
+svg.chart text.marker-label { font-size: 10px; }
+svg.chart text.marker-label, svg.chart text.q { paint-order: stroke; stroke: var(--bg); stroke-width: 3px;
+  stroke-linejoin: round; } /* a halo: a line crossing a label leaves it readable */
 details summary { cursor: pointer; }
 code { font-size: 12px; }
 """

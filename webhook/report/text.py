@@ -33,12 +33,6 @@ def _cell(container: ContainerReport, field: str) -> str:
     return _change(resource, container.value("current", field), container.value("recommended", field))
 
 
-def _from(container: ContainerReport, section: str) -> str:
-    keys = [f"{section}.{r}" for r in ("cpu", "memory")]
-    kinds = [container.sources[key].kind for key in keys if key in container.sources]
-    return "/".join(dict.fromkeys(kinds)) or "-"
-
-
 _SHORT = {
     "readinessProbe": "readiness",
     "startupProbe": "startup",
@@ -92,7 +86,7 @@ def _rows(report: Report, *, wide: bool) -> tuple[list[Column], list[list[str]]]
             cells += [
                 _cell(container, "requests.cpu"),
                 _cell(container, "requests.memory"),
-                _from(container, "requests"),
+                container.origins,
                 _adds(container, workload, index == 0),
             ]
             if wide:

@@ -39,14 +39,34 @@ def _change(resource: str, now: Decimal | None, after: Decimal | None) -> Cell:
     return text, f"{float(after or 0):.6f}"
 
 
+def _with_limit(
+    resource: str, requests: Cell, limit_now: Decimal | None, limit_after: Decimal | None
+) -> Cell:
+    """A request cell with the limit under it (`limit 1Gi`, `limit -→2Gi`), when there is one."""
+    if limit_now is None and limit_after is None:
+        return requests
+    html, key = requests if isinstance(requests, tuple) else (requests, "")
+    limit = _change(resource, limit_now, limit_after)[0]
+    return f'{html}<br><span class="muted limit">limit {limit}</span>', key
+
+
 def _pair(values: tuple[int, int], of: int) -> Cell:
     text = f"{values[0]}→{values[1]}" if values[0] != values[1] else str(values[0])
     return (escape(text) + (f' <span class="muted">of {of}</span>' if of else "")), str(values[1])
 
 
 def summary_cards(totals: Totals) -> str:
+    if not totals.workloads:
+        return '<div class="cards">' + card("workloads", "none", note="nothing in scope to show") + "</div>"
     cpu = totals.requests_now.get("cpu"), totals.requests_after.get("cpu")
     memory = totals.requests_now.get("memory"), totals.requests_after.get("memory")
+
+    def limits(resource: str) -> str:
+        now, after = totals.limits_now.get(resource), totals.limits_after.get(resource)
+        if now is None and after is None:
+            return "no limits"
+        return f"limits {amount(resource, now)} → {amount(resource, after)}"
+
     return (
         '<div class="cards">'
         + "".join(
@@ -57,12 +77,12 @@ def summary_cards(totals: Totals) -> str:
                 card(
                     "CPU requested",
                     f"{amount('cpu', cpu[0])} → {amount('cpu', cpu[1])}",
-                    note="cores, all Pods",
+                    note=f"cores, all Pods; {limits('cpu')}",
                 ),
                 card(
                     "memory requested",
                     f"{amount('memory', memory[0])} → {amount('memory', memory[1])}",
-                    note="all Pods",
+                    note=f"all Pods; {limits('memory')}",
                 ),
                 card(
                     "no requests",
@@ -143,8 +163,14 @@ def namespace_table(
             str(t.workloads),
             str(t.changed),
             str(t.pods),
-            _change("cpu", t.requests_now.get("cpu"), t.requests_after.get("cpu")),
-            _change("memory", t.requests_now.get("memory"), t.requests_after.get("memory")),
+            _with_limit(
+                "cpu", _change("cpu", t.requests_now.get("cpu"), t.requests_after.get("cpu")),
+                t.limits_now.get("cpu"), t.limits_after.get("cpu"),
+            ),
+            _with_limit(
+                "memory", _change("memory", t.requests_now.get("memory"), t.requests_after.get("memory")),
+                t.limits_now.get("memory"), t.limits_after.get("memory"),
+            ),
             _pair(t.without_requests, t.containers),
             _pair(t.without_readiness, t.serving),
             _pair(t.without_pre_stop, t.serving),
@@ -153,12 +179,6 @@ def namespace_table(
             row.append(escape(ages.get(ns, "none")))
         rows.append(row)
     return table(headers, rows, numeric=range(3, 11), css="sortable namespaces")
-
-
-def _from(container: ContainerReport) -> str:
-    keys = [f"requests.{r}" for r in ("cpu", "memory")]
-    kinds = [container.sources[key].kind for key in keys if key in container.sources]
-    return escape("/".join(dict.fromkeys(kinds)) or "-")
 
 
 _SHORT = {
@@ -196,7 +216,7 @@ def container_rows(workloads: Iterable[WorkloadReport], *, link: Link | None = N
                         body.value("current", "requests.memory"),
                         body.value("recommended", "requests.memory"),
                     ),
-                    _from(body),
+                    escape(body.origins),
                     _adds(body),
                     escape("; ".join([*body.warnings, *workload.warnings])) or "-",
                 ]
@@ -218,9 +238,15 @@ def workload_rows(workloads: Sequence[WorkloadReport], *, link: Link, headers: S
     """One row per workload (the dashboard's namespace page); `headers` may be sort links."""
     rows = []
     for w in workloads:
-        cpu = _change("cpu", w.requests[0].get("cpu"), w.requests[1].get("cpu"))
-        memory = _change("memory", w.requests[0].get("memory"), w.requests[1].get("memory"))
-        origins = sorted({o.kind for c in w.containers for o in c.sources.values()})
+        cpu = _with_limit(
+            "cpu", _change("cpu", w.requests[0].get("cpu"), w.requests[1].get("cpu")),
+            w.limits[0].get("cpu"), w.limits[1].get("cpu"),
+        )
+        memory = _with_limit(
+            "memory", _change("memory", w.requests[0].get("memory"), w.requests[1].get("memory")),
+            w.limits[0].get("memory"), w.limits[1].get("memory"),
+        )
+        origins = dict.fromkeys(c.origins for c in w.containers if c.sources)
         fields = {a.field for c in w.containers for a in c.adds} | {a.field for a in w.pod_adds}
         adds = sorted(_SHORT.get(field, field) for field in fields)
         warnings = len(w.warnings) + sum(len(c.warnings) for c in w.containers)
@@ -231,7 +257,7 @@ def workload_rows(workloads: Sequence[WorkloadReport], *, link: Link, headers: S
                 str(len(w.containers)),
                 cpu,
                 memory,
-                escape(", ".join(origins)),
+                escape("; ".join(origins) or "-"),
                 escape(", ".join(adds) or "-"),
                 str(warnings) if warnings else "-",
                 '<span class="changed">yes</span>' if w.changed else "no",
@@ -308,21 +334,23 @@ def _profile_line(container: ContainerReport) -> str:
 
 
 def container_detail(workload: WorkloadReport, container: ContainerReport) -> str:
-    """One container: its fields now and after with their reasons, and its usage against them."""
+    """One container: its fields now and after with their reasons, and its usage against them (charts
+    only when the store holds a usage summary to draw: request lines alone on empty axes say nothing)."""
     summary = container.summary
     charts = []
     for resource, unit, label in (("cpu", "cores", "CPU"), ("memory", "bytes", "memory")):
+        if summary is None:
+            break
         lines = markers(container, resource)
-        quantiles = dict(getattr(summary, resource)) if summary is not None else {}
         title = f"{container.name}: {label} usage distribution"
-        charts.append(distribution(resource, quantiles, lines, unit=unit, title=title))
-        curve = (summary.cpu_by_hour if resource == "cpu" else summary.memory_by_hour) if summary else ()
+        charts.append(distribution(resource, dict(getattr(summary, resource)), lines, unit=unit, title=title))
+        curve = summary.cpu_by_hour if resource == "cpu" else summary.memory_by_hour
         title = f"{container.name}: {label} usage by hour of day"
         charts.append(hourly(resource, list(curve), lines, unit=unit, title=title))
     basis = (
         f'<p class="muted">Usage summary: {escape(summary.basis)}, {summary.samples} points.</p>'
         if summary is not None
-        else '<p class="muted">No usage summary in the profile store.</p>'
+        else '<p class="muted">No usage summary in the profile store: nothing to draw.</p>'
     )
     warnings = "".join(f"<li>{escape(w)}</li>" for w in container.warnings)
     return (
@@ -332,7 +360,6 @@ def container_detail(workload: WorkloadReport, container: ContainerReport) -> st
         + _profile_line(container)
         + basis
         + (f"<ul class=warnings>{warnings}</ul>" if warnings else "")
-        + '<div class="charts">'
-        + "".join(charts)
-        + "</div></section>"
+        + ('<div class="charts">' + "".join(charts) + "</div>" if charts else "")
+        + "</section>"
     )
