@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kubefake import FakeKube
@@ -173,7 +174,7 @@ class TestStopping:
         stop = threading.Event()
         core = client.CoreV1Api(api)
 
-        def list_call(**options: object) -> object:
+        def list_call(**options: Any) -> object:
             response = core.list_namespace(**options)
             if options.get("watch"):
                 stop.set()  # as ClusterRefresher.stop() does, while this thread waits for the answer
