@@ -383,7 +383,7 @@ class TestTheCommand:
         args = [*self.ARGS, "--prometheus", history.prometheus.url, "--store", str(tmp_path / "p.json")]
         assert main(args) == 0
         first = capsys.readouterr().out
-        path = private_cache / "pod-tailor" / "build-checkpoint.json"
+        path = private_cache / "pod-tailor" / "build-checkpoint.shop.json"  # --namespace shop: its own file
         assert checkpoint.load(path, key=SHOP.checkpoint_key(history.prometheus.url)).slices
         assert main(args) == 0
         second = capsys.readouterr().out
