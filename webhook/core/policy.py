@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from webhook.core.boost import BoostPolicy, boost_policy
 from webhook.core.holds import AutoscalerPolicy, autoscaler_policy
+from webhook.core.inplace import InPlacePolicy, in_place_policy
 from webhook.core.quantity import QuantityError, parse
 from webhook.core.routes import PathKind
 
@@ -117,6 +118,7 @@ class Policy:
     autoscalers: AutoscalerPolicy  # the HPA/VPA rule and the step limit (webhook.core.holds)
     sleeps_by_path: PathSleeps = PathSleeps()
     startup_boost: BoostPolicy = field(default_factory=BoostPolicy)  # webhook.core.boost
+    in_place: InPlacePolicy = field(default_factory=InPlacePolicy)  # webhook.core.inplace
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,7 +243,7 @@ def _probe(reader: _Reader, *, readiness: bool) -> ProbeShape:
 def _policy(name: str, reader: _Reader) -> Policy:
     reader.only(
         "features", "resources", "limitRanger", "profiles", "probes", "preStop", "drainSeconds",
-        "autoscalers", "startupBoost",
+        "autoscalers", "startupBoost", "inPlace",
     )
     features = reader.child("features").only(*FEATURES)
     resources = reader.child("resources")
@@ -281,6 +283,7 @@ def _policy(name: str, reader: _Reader) -> Policy:
             load_balancer=by_path.integer("loadBalancer", low=1, high=3600),
         ),
         startup_boost=boost_policy(reader.child("startupBoost")),
+        in_place=in_place_policy(reader.child("inPlace")),
     )
 
 
