@@ -24,7 +24,7 @@ COMMANDS = (
     "webhook.commands.certs",
     "webhook.commands.report",
     "webhook.commands.dashboard",
-    "webhook.commands.boost_controller",
+    "webhook.commands.rightsize",
 )
 
 

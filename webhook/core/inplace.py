@@ -91,14 +91,17 @@ def _window(reader: _Reader) -> Window:
     reader.only("schedule", "duration", "timeZone")
     schedule = reader.data.get("schedule")
     if not isinstance(schedule, str) or len(schedule.split()) != 5 or not croniter.is_valid(schedule):
-        raise _error(f"{reader.path}.schedule: must be a cron schedule (minute hour day month weekday), "
-                     f"got {schedule!r}")
+        raise _error(
+            f"{reader.path}.schedule: must be a cron schedule (minute hour day month weekday), "
+            f"got {schedule!r}"
+        )
     duration = reader.data.get("duration")
     match = _DURATION.match(duration) if isinstance(duration, str) else None
     minutes = int(match["h"] or 0) * 60 + int(match["m"] or 0) if match else 0
     if not 0 < minutes <= 7 * 24 * 60:
-        raise _error(f"{reader.path}.duration: must be a duration like 4h or 90m (up to 168h), "
-                     f"got {duration!r}")
+        raise _error(
+            f"{reader.path}.duration: must be a duration like 4h or 90m (up to 168h), got {duration!r}"
+        )
     zone = reader.data.get("timeZone", "UTC")
     try:
         ZoneInfo(str(zone))
@@ -125,6 +128,7 @@ def in_place_policy(reader: _Reader) -> InPlacePolicy:
         ),
         learning_hours=float(reader.number("learningHours", low=0, high=24 * 90)),
         max_concurrent_percent=reader.number("maxConcurrentPercent", low=1, high=100),
-        windows=tuple(_window(type(reader)(raw, f"{reader.path}.windows[{index}]"))
-                      for index, raw in enumerate(windows)),
+        windows=tuple(
+            _window(type(reader)(raw, f"{reader.path}.windows[{index}]")) for index, raw in enumerate(windows)
+        ),
     )

@@ -89,6 +89,7 @@ class Plan:
 
     resize: Resize | None
     reasons: tuple[str, ...] = ()
+    needs_usage: bool = False  # memory would be lowered if the containers' usage were known
 
     @property
     def reason(self) -> str:
@@ -232,6 +233,7 @@ class _Draft:
     current: dict[tuple[str, str], Decimal]
     notes: list[str]
     sources: dict[str, list[str]]  # container -> what admission would set now, as said in the why
+    needs_usage: bool = False
 
     def drop(self, container: str, resource: str, why: str) -> None:
         for key in [k for k in self.values if k[0] == container and k[1].endswith("." + resource)]:
@@ -261,8 +263,9 @@ def _container_values(
     rules = policy.in_place
     if not isinstance(profile, Recommendation) or profile.evidence.hours < rules.learning_hours:
         hours = profile.evidence.hours if isinstance(profile, Recommendation) else 0.0
-        draft.notes.append(f"{ref.name}: learning ({hours:.0f}h of history, {rules.learning_hours:g}h "
-                           "needed)")
+        draft.notes.append(
+            f"{ref.name}: learning ({hours:.0f}h of history, {rules.learning_hours:g}h needed)"
+        )
         return
     for resource in _UNIT:
         request_key, limit_key = (ref.name, f"requests.{resource}"), (ref.name, f"limits.{resource}")
@@ -274,8 +277,9 @@ def _container_values(
             draft.notes.append(f"{ref.name}: {resource} left alone: {held[resource]}")
             continue
         if _restarts(ref.body, resource):
-            draft.notes.append(f"{ref.name}: {resource} left alone: resizePolicy RestartContainer would "
-                               "restart it")
+            draft.notes.append(
+                f"{ref.name}: {resource} left alone: resizePolicy RestartContainer would restart it"
+            )
             continue
         wanted = parse(target.value)
         if not rules.min_change.passed(resource, current, wanted):
@@ -284,8 +288,9 @@ def _container_values(
         stepped = _stepped(current, wanted, days=Decimal(repr(around.now - since)) / DAY, policy=policy)
         new = _round(resource, stepped)
         if not rules.min_change.passed(resource, current, new):
-            draft.notes.append(f"{ref.name}: {resource} waits for the step limit (history says "
-                               f"{render(resource, wanted)})")
+            draft.notes.append(
+                f"{ref.name}: {resource} waits for the step limit (history says {render(resource, wanted)})"
+            )
             continue
         draft.values[request_key], draft.current[request_key] = new, current
         held_back = "" if new == wanted else ", one step"
@@ -296,22 +301,30 @@ def _container_values(
             draft.values[limit_key], draft.current[limit_key] = max(new, _round(resource, scaled)), limit
         elif limit is not None and new > limit:
             draft.values.pop(request_key)
-            draft.notes.append(f"{ref.name}: {resource} stays: its limit {render(resource, limit)} is the "
-                               "author's")
+            draft.notes.append(
+                f"{ref.name}: {resource} stays: its limit {render(resource, limit)} is the author's"
+            )
 
 
 def _memory_safe(draft: _Draft, usage: Mapping[str, Decimal] | None) -> None:
     for container in sorted({k[0] for k, v in draft.values.items() if k[1].endswith(".memory")}):
-        lowered = [v for (name, field), v in draft.values.items()
-                   if name == container and field.endswith(".memory") and v < draft.current[(name, field)]]
+        lowered = [
+            v
+            for (name, field), v in draft.values.items()
+            if name == container and field.endswith(".memory") and v < draft.current[(name, field)]
+        ]
         if not lowered:
             continue
         used = None if usage is None else usage.get(container)
         if used is None:
+            draft.needs_usage = draft.needs_usage or usage is None
             draft.drop(container, "memory", "not lowered: current usage unknown")
         elif used > min(lowered) * MEMORY_HEADROOM:
-            draft.drop(container, "memory", f"not lowered: uses {render('memory', used)}, above 80 % of "
-                                            f"{render('memory', min(lowered))}")
+            draft.drop(
+                container,
+                "memory",
+                f"not lowered: uses {render('memory', used)}, above 80 % of {render('memory', min(lowered))}",
+            )
 
 
 def _fits(draft: _Draft, around: Around) -> None:
@@ -325,16 +338,23 @@ def _fits(draft: _Draft, around: Around) -> None:
         if free is None:
             problem = "not raised: free allocatable on the node unknown"
         elif grow > free:
-            problem = (f"not raised: +{render(resource, grow)} does not fit the node's free "
-                       f"{render(resource, max(free, Decimal(0)))}")
+            problem = (
+                f"not raised: +{render(resource, grow)} does not fit the node's free "
+                f"{render(resource, max(free, Decimal(0)))}"
+            )
         for section in _FIELDS:
             room = None if around.quota_room is None else around.quota_room.get(f"{section}.{resource}")
             more = draft.delta(section, resource)
             if not problem and room is not None and more > room:
                 problem = f"not raised: +{render(resource, more)} {section} is over the quota's room"
         if problem:
-            for container in sorted({k[0] for k, v in draft.values.items()
-                                     if k[1].endswith("." + resource) and v > draft.current[k]}):
+            for container in sorted(
+                {
+                    k[0]
+                    for k, v in draft.values.items()
+                    if k[1].endswith("." + resource) and v > draft.current[k]
+                }
+            ):
                 draft.drop(container, resource, problem)
 
 
@@ -366,7 +386,11 @@ def plan_resize(
     _memory_safe(draft, around.memory_usage)
     _fits(draft, around)
     if not draft.values:
-        return Plan(None, tuple(draft.notes) or ("within minChange of what admission would set",))
+        return Plan(
+            None,
+            tuple(draft.notes) or ("within minChange of what admission would set",),
+            needs_usage=draft.needs_usage,
+        )
     after = [Injection(name, field, render(field.partition(".")[2], value), "")
              for (name, field), value in draft.values.items()]  # fmt: skip
     before, now = qos_class(pod, []), qos_class(pod, after)
@@ -387,7 +411,11 @@ def plan_resize(
     for entry in around.history:
         if entry.result != "asked" and entry.same_change(changes):
             return Plan(None, (*draft.notes, f"asked before and {entry.result.partition(':')[0]}: not again"))
-    return Plan(dataclasses.replace(resize, why=f"{resize.describe()} ({why})"), tuple(draft.notes))
+    return Plan(
+        dataclasses.replace(resize, why=f"{resize.describe()} ({why})"),
+        tuple(draft.notes),
+        needs_usage=draft.needs_usage,
+    )
 
 
 def _basis(profiles: WorkloadProfiles) -> str:
