@@ -255,6 +255,7 @@ def _container_values(
     policy: Policy,
     profile: object,
     held: Mapping[str, str],
+    owned: frozenset[str],
     around: Around,
     started: float,
     draft: _Draft,
@@ -271,7 +272,7 @@ def _container_values(
         request_key, limit_key = (ref.name, f"requests.{resource}"), (ref.name, f"limits.{resource}")
         target = targets.get(request_key)
         current = _read(ref.body, f"requests.{resource}")
-        if target is None or current is None:
+        if current is None or f"requests.{resource}" not in owned:
             continue
         if resource in held:
             draft.notes.append(f"{ref.name}: {resource} left alone: {held[resource]}")
@@ -280,6 +281,8 @@ def _container_values(
             draft.notes.append(
                 f"{ref.name}: {resource} left alone: resizePolicy RestartContainer would restart it"
             )
+            continue
+        if target is None:
             continue
         wanted = parse(target.value)
         if not rules.min_change.passed(resource, current, wanted):
@@ -380,7 +383,7 @@ def plan_resize(
         holds = container_holds(scalers, policy.autoscalers, ref) if scalers else {}
         _container_values(
             ref, targets, policy=policy, profile=profiles.get(ref.name),
-            held={resource: hold.reason for resource, hold in holds.items()},
+            held={resource: hold.reason for resource, hold in holds.items()}, owned=owned.get(ref.name, frozenset()),
             around=around, started=started, draft=draft,
         )  # fmt: skip
     _memory_safe(draft, around.memory_usage)
@@ -393,7 +396,9 @@ def plan_resize(
         )
     after = [Injection(name, field, render(field.partition(".")[2], value), "")
              for (name, field), value in draft.values.items()]  # fmt: skip
-    before, now = qos_class(pod, []), qos_class(pod, after)
+    # The API server compares the class the Pod started with (status.qosClass) with the new shape.
+    before = str((pod.get("status") or {}).get("qosClass") or qos_class(pod, []))
+    now = qos_class(pod, after)
     if before != now:
         return Plan(None, (*draft.notes, f"would change the QoS class {before} -> {now}"))
     paths = {ref.name: ref.path for ref in resizable}
