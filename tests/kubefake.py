@@ -20,7 +20,8 @@ registered up front; `kube.register("/apis/pod-tailor.io/v1alpha1", "workloadpro
 adds others (custom resources keep `apiVersion`/`kind` on list items, as the real server does).
 Writes are logged in `kube.mutations` (method, path, body). `kube.serve_version(1, 35)` answers as that
 version (discovery lists `pods/resize` from 1.33 unless `resize_served` is False); `with kube.lagging():`
-holds watch events back, as a slow watch cache does. Supported: GET (object, list with `limit`/`continue`, `labelSelector` equality, `fieldSelector` on
+holds watch events back, as a slow watch cache does.
+Supported: GET (object, list with `limit`/`continue`, `labelSelector` equality, `fieldSelector` on
 metadata.name/metadata.namespace), `watch=1` with `resourceVersion`, `allowWatchBookmarks`,
 `timeoutSeconds`; POST (with `generateName` and `dryRun=All`), PUT (optimistic concurrency on
 resourceVersion), PATCH (merge and JSON patch), DELETE; the Pod `resize` subresource of 1.33+
@@ -614,7 +615,8 @@ class FakeKube:
     def _subresources(self, path: str) -> list[Obj]:
         """`pods/resize` in /api/v1 discovery, as a 1.33+ server with in-place resize on lists it."""
         minor = int("".join(ch for ch in self.version.get("minor", "0") if ch.isdigit()) or 0)
-        if path != "/api/v1" or not self.resize_served or (int(self.version.get("major", "1")), minor) < (1, 33):
+        version = (int(self.version.get("major", "1")), minor)
+        if path != "/api/v1" or not self.resize_served or version < (1, 33):
             return []
         return [{"name": "pods/resize", "singularName": "", "namespaced": True, "kind": "Pod",
                  "verbs": ["get", "patch", "update"]}]

@@ -49,13 +49,16 @@ def running(
     created["metadata"].pop("generateName", None)
     created["metadata"]["name"] = name
     created["metadata"].setdefault("labels", {})["pod-template-hash"] = "7d4b9c8f6d"
-    decision = tailor(created, policy=using, profiles=at_birth or AT_BIRTH, facts=ClusterFacts(server_version=(1, 35)))
+    decision = tailor(
+        created, policy=using, profiles=at_birth or AT_BIRTH, facts=ClusterFacts(server_version=(1, 35))
+    )
     admitted: dict[str, Any] = jsonpatch.apply_patch(created, list(decision.ops))
     kubernetes_validate.validate(admitted, kubernetes_validate.latest_version(), strict=True)
     admitted["metadata"]["generation"] = 1
     admitted["spec"]["nodeName"] = node
     statuses = [
-        {"name": c["name"], "ready": True, "restartCount": 0, "resources": copy.deepcopy(c.get("resources") or {}),
+        {"name": c["name"], "ready": True, "restartCount": 0,
+         "resources": copy.deepcopy(c.get("resources") or {}),
          "allocatedResources": copy.deepcopy((c.get("resources") or {}).get("requests") or {})}
         for c in admitted["spec"]["containers"]
     ]  # fmt: skip
@@ -97,5 +100,21 @@ def pod_metrics(found: dict[str, Any], memory: str, cpu: str = "120m") -> dict[s
     }  # fmt: skip
 
 
-__all__ = ["AT_BIRTH", "DAY", "MIB", "NOW", "ON", "QUIETER", "Decimal", "app", "container", "node",
-           "pod", "pod_metrics", "policy", "profiles", "running", "stamp"]
+__all__ = [
+    "AT_BIRTH",
+    "DAY",
+    "MIB",
+    "NOW",
+    "ON",
+    "QUIETER",
+    "Decimal",
+    "app",
+    "container",
+    "node",
+    "pod",
+    "pod_metrics",
+    "policy",
+    "profiles",
+    "running",
+    "stamp",
+]

@@ -1,4 +1,4 @@
-"""The right-sizing decision for one running Pod (pure): what admission would set now, within each safety rule."""
+"""Right-sizing one running Pod (pure): what admission would set now, within each safety rule."""
 
 from __future__ import annotations
 
@@ -9,17 +9,18 @@ import pytest
 
 from tests.autoscalers.kit import facts as scaler_facts
 from tests.autoscalers.kit import hpa, utilization, vpa
-from tests.rightsize.kit import DAY, MIB, NOW, ON, QUIETER, app, container, pod, policy, profiles, running
+from tests.rightsize.kit import DAY, MIB, NOW, ON, QUIETER, container, pod, policy, profiles, running
 from webhook.core.facts import ClusterFacts
 from webhook.core.inplace import open_window
 from webhook.core.pacing import RateLimit, workload_room
-from webhook.core.resizemark import RESIZED_ANNOTATION, Change, Entry, history_text, read_history
+from webhook.core.resizemark import RESIZED_ANNOTATION, Change, Entry, history_text, read_history, unstamp
 from webhook.core.rightsize import Around, Plan, owned_fields, plan_resize
 from webhook.core.workload import WorkloadKey
 
 WEB = WorkloadKey("shop", "Deployment", "web")
 ROOMY = {"cpu": Decimal(4), "memory": Decimal(16 * 2**30)}
 LOW_USE = {"app": Decimal(90 * MIB)}
+BERLIN = {"schedule": "0 2 * * *", "duration": "3h", "timeZone": "Europe/Berlin"}
 
 
 def plan(
@@ -142,7 +143,9 @@ class TestWhatItNeverDoes:
         subject = running()
         first = plan(subject)
         assert first.resize is not None
-        refused = Entry(NOW - 60, first.resize.changes, first.resize.why, "refused: Pod QOS Class may not change")
+        refused = Entry(
+            NOW - 60, first.resize.changes, first.resize.why, "refused: Pod QOS Class may not change"
+        )
         subject["metadata"]["annotations"][RESIZED_ANNOTATION] = history_text((), refused)
         assert plan(subject).reason.endswith("asked before and refused: not again")
 
@@ -164,19 +167,19 @@ class TestTheRecordAndThePace:
     @pytest.mark.parametrize(
         ("window", "at", "open_"),
         [
-            ({"schedule": "0 2 * * *", "duration": "3h", "timeZone": "Europe/Berlin"}, "2026-09-22T00:30:00Z", True),
-            ({"schedule": "0 2 * * *", "duration": "3h", "timeZone": "Europe/Berlin"}, "2026-09-22T03:30:00Z", False),
-            ({"schedule": "0 2 * * *", "duration": "3h", "timeZone": "UTC"}, "2026-09-22T00:30:00Z", False),
-            ({"schedule": "30 22 * * 5", "duration": "48h", "timeZone": "America/New_York"},
-             "2026-09-20T12:00:00Z", True),
+            (BERLIN, "2026-09-22T00:30:00Z", True),  # 02:30 in Berlin (summer time)
+            (BERLIN, "2026-09-22T03:30:00Z", False),  # 05:30 in Berlin: closed at 05:00
+            ({**BERLIN, "timeZone": "UTC"}, "2026-09-22T00:30:00Z", False),
+            (
+                {"schedule": "30 22 * * 5", "duration": "48h", "timeZone": "America/New_York"},
+                "2026-09-20T12:00:00Z",
+                True,
+            ),
         ],
     )
     def test_maintenance_windows_are_cron_starts_with_a_length_in_a_time_zone(
         self, window: dict[str, str], at: str, open_: bool
     ) -> None:
-        from tests.rightsize.kit import stamp  # noqa: F401
-        from webhook.core.resizemark import unstamp
-
         rules = policy(f"inPlace: {{enabled: true, windows: [{window}]}}", name="w").in_place
         moment = unstamp(at)
         assert moment is not None

@@ -237,9 +237,11 @@ class RightsizeController:
         resize, now = plan.resize, self.clock()
         outcome, message = self.resizer.resize(pod, resize.ops)
         self.metrics.resizes.labels(outcome).inc()
-        if outcome == "gone" or outcome == "error":
-            return
+        if outcome == "error":
+            return  # tried again at the next pass
         self._asked[str(pod["metadata"].get("uid"))] = str(pod["metadata"].get("resourceVersion", ""))
+        if outcome == "gone":
+            return  # until the watch drops it
         self._asked_at.append(now)
         if outcome == "refused":
             entry = Entry(now, resize.changes, resize.why, f"refused: {message}")

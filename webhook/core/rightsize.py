@@ -383,8 +383,8 @@ def plan_resize(
         holds = container_holds(scalers, policy.autoscalers, ref) if scalers else {}
         _container_values(
             ref, targets, policy=policy, profile=profiles.get(ref.name),
-            held={resource: hold.reason for resource, hold in holds.items()}, owned=owned.get(ref.name, frozenset()),
-            around=around, started=started, draft=draft,
+            held={resource: hold.reason for resource, hold in holds.items()},
+            owned=owned.get(ref.name, frozenset()), around=around, started=started, draft=draft,
         )  # fmt: skip
     _memory_safe(draft, around.memory_usage)
     _fits(draft, around)
