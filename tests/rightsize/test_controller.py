@@ -7,6 +7,7 @@ events, and nothing else (never a workload, never a template).
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import threading
 from collections.abc import Iterator
@@ -25,7 +26,7 @@ from webhook.config.settings import Settings
 from webhook.controllers.leader import LeaderElector, LeaseConfig
 from webhook.controllers.resizemetrics import RightsizeMetrics
 from webhook.controllers.rightsize import RightsizeController
-from webhook.core.resizemark import RESIZED_ANNOTATION, read_history
+from webhook.core.resizemark import RESIZED_ANNOTATION, Change, Entry, history_text, read_history
 from webhook.core.snapshot import ProfileSnapshot
 from webhook.core.workload import WorkloadKey
 from webhook.refreshers.cluster import ClusterRefresher
@@ -363,3 +364,37 @@ class TestWhereItCannotResize:
             f"rightsize: {said}"
         ]
         assert replica.metrics.supported._value.get() == 0
+
+
+class TestDryRun:
+    def test_it_prints_what_it_would_resize_and_what_it_resized_and_changes_nothing(
+        self, cluster: Any
+    ) -> None:
+        kube = cluster[0]
+        kube.put(running())
+        kube.put(running("web-7d4b9c8f6d-zzzzz"))
+        kube.put(pod_metrics(running(), "90Mi"), plural="pods")
+        with controller(cluster, leading=threading.Event()) as replica:
+            printed = io.StringIO()
+            replica.controller.dry_run = printed
+            # a Pod resized before, still pending: the kubelet deferred it
+            entry = Entry(NOW - 600, (Change("app", "requests.cpu", "500m", "350m"),), "earlier")
+            pending = stored(kube, "web-7d4b9c8f6d-zzzzz")
+            pending["metadata"]["annotations"][RESIZED_ANNOTATION] = history_text((), entry)
+            app(pending)["requests"]["cpu"] = "350m"
+            deferred = "Node didn't have enough resource: cpu"
+            pending["status"]["conditions"].append(
+                {"type": "PodResizePending", "status": "True", "reason": "Deferred", "message": deferred}
+            )
+            kube.put(pending)
+            wait_until(lambda: any(read_history(p["metadata"].get("annotations") or {})
+                                   for p in replica.controller.pods.objects()), what="the watch")  # fmt: skip
+            replica.controller.step()
+            lines = replica.controller.resized()
+        assert kube.mutations == []
+        assert printed.getvalue().startswith(f"shop/{POD}: would resize app: requests.cpu 500m -> 350m")
+        assert lines == [
+            "shop/web-7d4b9c8f6d-zzzzz: 2026-09-21T14:03:20Z requests.cpu 500m -> 350m: asked, "
+            "pending (deferred: Node didn't have enough resource: cpu)"
+        ]
+        assert replica.count("dry_run") == 1

@@ -5,7 +5,7 @@ One controller, two duties, one leader: it gives boosted Pods their steady CPU b
 (`webhook.controllers.rightsize`). It reads the facts the webhook reads: the cluster snapshot (namespace
 labels, policy, LimitRanges, autoscalers, server version) and the profile store. With `--leader-elect`
 several replicas run and only the one holding the Lease resizes. `--dry-run` prints what it would
-resize, once, and changes nothing.
+resize, once, then the Pods it resized before (applied or pending), and changes nothing.
 """
 
 from __future__ import annotations
@@ -168,4 +168,6 @@ def _dry_run(
         print(f"pod-tailor rightsize: {rightsize.unsupported}", file=sys.stderr)
         return 0
     rightsize.step()
+    done = rightsize.resized()
+    print(f"resized in place so far: {len(done)} Pod(s)" + "".join(f"\n  {line}" for line in done))
     return 0

@@ -34,7 +34,7 @@ from webhook.core.nodefree import free_allocatable
 from webhook.core.pacing import RateLimit, workload_room
 from webhook.core.quantity import QuantityError, parse
 from webhook.core.quotaroom import quota_room
-from webhook.core.resizemark import Entry, Progress, read_history, resize_progress
+from webhook.core.resizemark import Entry, Progress, read_history, resize_progress, stamp
 from webhook.core.rightsize import Around, Plan, namespace_stop, not_eligible, plan_resize
 from webhook.core.workload import WorkloadKey, pod_workload
 from webhook.refreshers.state import State
@@ -159,6 +159,23 @@ class RightsizeController:
             except Exception:
                 self.metrics.resizes.labels("error").inc()
                 log.exception("rightsize: %s: failed; tried again at the next pass", name_of(pod))
+
+    def resized(self) -> list[str]:
+        """One line per Pod pod-tailor has resized: its last resize, what came of it and where it stands."""
+        lines = []
+        for pod in sorted(self.pods.objects(), key=name_of):
+            history = read_history((pod.get("metadata") or {}).get("annotations") or {})
+            if not history:
+                continue
+            last, (progress, message) = history[-1], resize_progress(pod)
+            state = (
+                "applied"
+                if progress is Progress.IDLE
+                else f"pending ({progress.value}{': ' if message else ''}{message})"
+            )
+            shown = "; ".join(change.describe() for change in last.changes)
+            lines.append(f"{name_of(pod)}: {stamp(last.at)} {shown}: {last.result}, {state}")
+        return lines
 
     def _in_flight(self, pod: Obj) -> bool:
         return resize_progress(pod)[0] in (*_WAITING, Progress.INFEASIBLE) and bool(

@@ -16,13 +16,14 @@ from typing import Any
 
 from webhook.core.quantity import QuantityError, parse
 
-__all__ = ["RESOURCES", "free_allocatable", "pod_requests"]
+__all__ = ["RESOURCES", "cpu_memory", "free_allocatable", "pod_requests"]
 
 RESOURCES = ("cpu", "memory")
 _DONE = ("Succeeded", "Failed")
 
 
-def _values(section: object) -> dict[str, Decimal]:
+def cpu_memory(section: object) -> dict[str, Decimal]:
+    """The cpu and memory of a requests/limits/allocatable mapping; absent or unreadable ones left out."""
     out: dict[str, Decimal] = {}
     for resource in RESOURCES:
         raw = section.get(resource) if isinstance(section, Mapping) else None
@@ -53,9 +54,9 @@ def _infeasible(pod: Mapping[str, Any]) -> bool:
 def pod_requests(pod: Mapping[str, Any]) -> dict[str, Decimal]:
     """The Pod's effective cpu and memory requests as the scheduler counts them on its node."""
     spec, status = pod.get("spec") or {}, pod.get("status") or {}
-    pod_level = _values((spec.get("resources") or {}).get("requests"))
+    pod_level = cpu_memory((spec.get("resources") or {}).get("requests"))
     if pod_level:
-        return _largest(pod_level, _values(spec.get("overhead")))
+        return _largest(pod_level, cpu_memory(spec.get("overhead")))
     statuses = {
         s.get("name"): s
         for group in ("containerStatuses", "initContainerStatuses")
@@ -66,9 +67,9 @@ def pod_requests(pod: Mapping[str, Any]) -> dict[str, Decimal]:
 
     def container(body: Mapping[str, Any]) -> dict[str, Decimal]:
         seen = statuses.get(body.get("name")) or {}
-        desired = _values((body.get("resources") or {}).get("requests")) if desired_counts else {}
-        actual = _values((seen.get("resources") or {}).get("requests"))
-        return _largest(desired, actual, _values(seen.get("allocatedResources")))
+        desired = cpu_memory((body.get("resources") or {}).get("requests")) if desired_counts else {}
+        actual = cpu_memory((seen.get("resources") or {}).get("requests"))
+        return _largest(desired, actual, cpu_memory(seen.get("allocatedResources")))
 
     total: dict[str, Decimal] = {}
     sidecars: dict[str, Decimal] = {}
@@ -84,14 +85,14 @@ def pod_requests(pod: Mapping[str, Any]) -> dict[str, Decimal]:
         for resource, value in container(body).items():
             total[resource] = total.get(resource, Decimal(0)) + value
     running = {r: total.get(r, Decimal(0)) + sidecars.get(r, Decimal(0)) for r in RESOURCES}
-    overhead = _values(spec.get("overhead"))
+    overhead = cpu_memory(spec.get("overhead"))
     return {r: max(running[r], init_peak.get(r, Decimal(0))) + overhead.get(r, Decimal(0)) for r in RESOURCES}
 
 
 def free_allocatable(node: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> dict[str, Decimal] | None:
     """cpu and memory free on `node` given the `pods` bound to it (finished ones hold nothing); None
     when the node reports no allocatable."""
-    allocatable = _values((node.get("status") or {}).get("allocatable"))
+    allocatable = cpu_memory((node.get("status") or {}).get("allocatable"))
     if set(allocatable) != set(RESOURCES):
         return None
     free = dict(allocatable)

@@ -14,12 +14,11 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
 from webhook import PREFIX
-from webhook.core.quantity import QuantityError, parse
+from webhook.core.nodefree import cpu_memory
 
 __all__ = [
     "RESIZED_ANNOTATION",
@@ -38,7 +37,6 @@ RESIZED_ANNOTATION = PREFIX + "resized"
 RIGHTSIZE_LABEL = PREFIX + "rightsize"  # on a namespace: "off" stops every in-place resize there
 MAX_ENTRIES = 8
 MAX_BYTES = 4096  # the record stays small: every watch event of the Pod carries it
-_RESOURCES = ("cpu", "memory")
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,19 +134,6 @@ class Progress(StrEnum):
     UNKNOWN = "unknown"  # no actual resources reported: the Pod cannot be resized (not running)
 
 
-def _quantities(section: object) -> dict[str, Decimal]:
-    out: dict[str, Decimal] = {}
-    for resource in _RESOURCES:
-        value = section.get(resource) if isinstance(section, Mapping) else None
-        if value is None:
-            continue
-        try:
-            out[resource] = parse(value)
-        except QuantityError:
-            continue
-    return out
-
-
 def _condition(pod: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
     for found in (pod.get("status") or {}).get("conditions") or ():
         if isinstance(found, Mapping) and (found.get("type"), found.get("status")) == (kind, "True"):
@@ -175,6 +160,6 @@ def resize_progress(pod: Mapping[str, Any]) -> tuple[Progress, str]:
             return Progress.UNKNOWN, f"{container.get('name')}: no actual resources reported"
         wanted = container.get("resources") or {}
         for section in ("requests", "limits"):
-            if _quantities(wanted.get(section)) != _quantities(running.get(section)):
+            if cpu_memory(wanted.get(section)) != cpu_memory(running.get(section)):
                 return Progress.IN_PROGRESS, f"{container.get('name')}: {section} not yet actual"
     return Progress.IDLE, ""
