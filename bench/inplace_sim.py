@@ -63,7 +63,7 @@ class Workload:
     usage: list[tuple[float, float]] = field(default_factory=list)  # per hour: (cores, bytes) per Pod
 
 
-def fleet(count: int, days: int, seed: int = 31) -> list[Workload]:
+def fleet(count: int, days: int, seed: int = 31, *, rollouts: bool = True) -> list[Workload]:
     rng = random.Random(seed)
     found = []
     for index in range(count):
@@ -72,6 +72,8 @@ def fleet(count: int, days: int, seed: int = 31) -> list[Workload]:
                      rng.uniform(120, 1500) * MIB, rng.choice((3, 4, 5, 7)),
                      step_day=rng.randint(8, 22), step_by=rng.choice((0.4, 2.2)))  # fmt: skip
         drift = rng.choice((-0.5, 0.8))
+        if not rollouts:  # the same fleet, its Pods living the whole run
+            w.rollout_every = 10_000
         for hour in range(days * 24 + 24):
             day = hour / 24
             wave = 1 + 0.6 * math.sin(2 * math.pi * ((hour % 24) - 8) / 24)
@@ -217,13 +219,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", type=int, default=40)
     parser.add_argument("--days", type=int, default=30)
+    parser.add_argument("--no-rollouts", action="store_true", help="Pods live the whole run (no rollout)")
     args = parser.parse_args()
     began = time.perf_counter()
-    workloads = fleet(args.workloads, args.days)
+    workloads = fleet(args.workloads, args.days, rollouts=not args.no_rollouts)
     tallies = simulate(workloads, args.days)
     pods = sum(w.replicas for w in workloads)
     print(f"{args.workloads} workloads ({pods} Pods: diurnal, drifting, stepping), {args.days} days, "
-          f"rollouts every 3-7 days, profiles nightly from 14 days, in-place pass every {PASS_HOURS} h "
+          f"{'no rollouts' if args.no_rollouts else 'rollouts every 3-7 days'}, nightly profiles of 14 days, "
+          f"in-place pass every {PASS_HOURS} h "
           f"({time.perf_counter() - began:.0f} s)")  # fmt: skip
     print(f"{'':22} {'waste cpu':>12} {'waste mem':>12} {'usage > request':>16} {'resizes/Pod/day':>16} "
           f"{'restarts':>9} {'off oracle':>11}")  # fmt: skip
