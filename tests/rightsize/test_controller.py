@@ -59,8 +59,9 @@ class Controller:
             self.leading.set()
         self.metrics = RightsizeMetrics(CollectorRegistry())
         self.controller = RightsizeController(
-            api(kubeconfig), state=self.state, leading=self.leading, stop=self.stop, metrics=self.metrics,
-            clock=lambda: clock[0], tick=0.05, per_minute=per_minute,
+            api(kubeconfig), cluster=lambda: self.state.cluster, profiles=lambda: self.state.profiles,
+            ready=lambda: "cluster" not in self.state.pending, leading=self.leading, stop=self.stop,
+            metrics=self.metrics, clock=lambda: clock[0], tick=0.05, per_minute=per_minute,
         )  # fmt: skip
         self.thread = threading.Thread(target=self.controller.run, daemon=True)
         self.thread.start()

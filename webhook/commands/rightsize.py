@@ -115,8 +115,10 @@ def _main(args: argparse.Namespace) -> int:
     cluster.start(state)
     threading.Thread(target=_profiles, args=(settings, state, stop), name="profiles", daemon=True).start()
     rightsize = RightsizeController(
-        api, state=state, leading=leading, stop=stop, metrics=RightsizeMetrics(metrics.registry),
-        per_minute=args.max_resizes_per_minute, tick=args.tick, dry_run=sys.stdout if args.dry_run else None,
+        api, cluster=lambda: state.cluster, profiles=lambda: state.profiles,
+        ready=lambda: "cluster" not in state.pending, leading=leading, stop=stop,
+        metrics=RightsizeMetrics(metrics.registry), per_minute=args.max_resizes_per_minute, tick=args.tick,
+        dry_run=sys.stdout if args.dry_run else None,
     )  # fmt: skip
     if args.dry_run:
         try:

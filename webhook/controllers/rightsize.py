@@ -4,8 +4,8 @@ Each pass, while leading, walks the running Pods of opted-in namespaces (enforce
 `inPlace.enabled`, no `pod-tailor.io/rightsize=off` label) and asks for what
 `webhook.core.rightsize.plan_resize` plans, within the maintenance windows, at most
 max(1, maxConcurrentPercent) of a workload's Pods resizing at once and `--max-resizes-per-minute`
-across the cluster. It reads the facts admission reads (the cluster snapshot of
-`webhook.refreshers.cluster`, the profile snapshot), plus Pods, Nodes and ResourceQuotas of its own
+across the cluster. It reads the facts admission reads (the cluster and profile snapshots the
+webhook's refreshers keep, handed in as callables), plus Pods, Nodes and ResourceQuotas of its own
 watches and, before lowering memory, the metrics API. It follows each resize through the kubelet's
 report: Deferred and in progress are waited for, Infeasible is given back (the spec returns to what
 runs) and never asked again. All it knows is on the Pods, so a new leader carries on.
@@ -36,8 +36,8 @@ from webhook.core.quantity import QuantityError, parse
 from webhook.core.quotaroom import quota_room
 from webhook.core.resizemark import Entry, Progress, read_history, resize_progress, stamp
 from webhook.core.rightsize import Around, Plan, namespace_stop, not_eligible, plan_resize
+from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
 from webhook.core.workload import WorkloadKey, pod_workload
-from webhook.refreshers.state import State
 
 __all__ = ["RightsizeController"]
 
@@ -51,7 +51,9 @@ class RightsizeController:
         self,
         api_client: Any,
         *,
-        state: State,
+        cluster: Callable[[], ClusterSnapshot],
+        profiles: Callable[[], ProfileSnapshot],
+        ready: Callable[[], bool],
         leading: threading.Event,
         stop: threading.Event,
         metrics: RightsizeMetrics,
@@ -62,7 +64,8 @@ class RightsizeController:
         dry_run: TextIO | None = None,
         resize_enabled: Callable[[], bool | None] | None = None,
     ) -> None:
-        self.state, self.leading, self.stop = state, leading, stop
+        self.cluster, self.profiles, self.ready = cluster, profiles, ready  # the webhook's snapshots
+        self.leading, self.stop = leading, stop
         self.metrics, self.clock, self.tick = metrics, clock, tick
         self.rate = RateLimit(per_minute)
         self.dry_run = dry_run
@@ -96,11 +99,11 @@ class RightsizeController:
             watched.close()
 
     def synced(self) -> bool:
-        return all(w.synced.is_set() for w in self.watches) and "cluster" not in self.state.pending
+        return all(w.synced.is_set() for w in self.watches) and self.ready()
 
     def supported(self) -> bool:
         """In-place resize served by this cluster; said once (and again when it changes) when not."""
-        version = self.state.cluster.server_version
+        version = self.cluster().server_version
         problem = ""
         if not cluster_can_resize(version):
             shown = f"{version[0]}.{version[1]}" if version else "unknown"
@@ -186,7 +189,7 @@ class RightsizeController:
     def handle(self, pod: Obj, *, workload_size: int) -> None:
         metadata = pod["metadata"]
         namespace, uid = str(metadata.get("namespace")), str(metadata.get("uid"))
-        snapshot = self.state.cluster
+        snapshot = self.cluster()
         settings = snapshot.settings_for(namespace)
         policy = snapshot.policies.get(settings.policy) or snapshot.policies.policies["default"]
         labels = (snapshot.namespaces or {}).get(namespace) or {}
@@ -208,7 +211,7 @@ class RightsizeController:
             return  # asked already; the watch has not brought the Pod since
         workload = pod_workload(pod, namespace)
         facts = snapshot.facts_for(namespace)
-        profiles = self.state.profiles.for_workload(workload)
+        profiles = self.profiles().for_workload(workload)
         node = str(pod["spec"].get("nodeName"))
         room = self._room.get(namespace, {})
         around = Around(self.clock(), node_free=self._free.get(node), quota_room=room, history=history)
