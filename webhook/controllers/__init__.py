@@ -1,1 +1,1 @@
-"""Long-running controllers that act on the cluster (leader election, profile builds, resizing running Pods)."""
+"""Long-running controllers that act on the cluster (leader election, profile builds, resizing Pods)."""
