@@ -11,7 +11,7 @@ actual resources in `status.containerStatuses[].resources`.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -19,6 +19,7 @@ from typing import Any
 
 from webhook import PREFIX
 from webhook.core.nodefree import cpu_memory
+from webhook.core.workload import pod_workload
 
 __all__ = [
     "RESIZED_ANNOTATION",
@@ -29,6 +30,7 @@ __all__ = [
     "history_text",
     "read_history",
     "resize_progress",
+    "resized_in_place",
     "stamp",
     "unstamp",
 ]
@@ -163,3 +165,36 @@ def resize_progress(pod: Mapping[str, Any]) -> tuple[Progress, str]:
             if cpu_memory(wanted.get(section)) != cpu_memory(running.get(section)):
                 return Progress.IN_PROGRESS, f"{container.get('name')}: {section} not yet actual"
     return Progress.IDLE, ""
+
+
+def resized_in_place(pods: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """workload (`ns/Kind/name`) -> what in-place right-sizing did to its running Pods, for the report:
+    "2 of 3 Pods resized in place, 1 pending (deferred)"; workloads none of whose Pods was resized are
+    left out."""
+    counts: dict[str, list[int]] = {}
+    pending: dict[str, list[str]] = {}
+    for pod in pods:
+        metadata = pod.get("metadata") or {}
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        key = str(pod_workload(pod, str(metadata.get("namespace") or "default")))
+        seen = counts.setdefault(key, [0, 0])
+        seen[1] += 1
+        history = read_history(metadata.get("annotations") or {})
+        if not history:
+            continue
+        seen[0] += 1
+        progress, _ = resize_progress(pod)
+        if progress is not Progress.IDLE:
+            pending.setdefault(key, []).append(progress.value)
+    out = {}
+    for key, (resized, total) in sorted(counts.items()):
+        if not resized:
+            continue
+        text = f"{resized} of {total} Pods resized in place"
+        waiting = pending.get(key)
+        if waiting:
+            kinds = ", ".join(sorted(set(waiting)))
+            text += f", {len(waiting)} pending ({kinds})"
+        out[key] = text
+    return out

@@ -153,6 +153,7 @@ def report_document(report: Report, *, workloads: bool = True) -> dict[str, Any]
         "changes": report.changed,
         "totals": {"cluster": totals_document(report.cluster), "namespaces": namespaces},
         "workloads": [workload_document(w) for w in report.workloads] if workloads else [],
+        "inPlace": dict(report.in_place),
     }
 
 
