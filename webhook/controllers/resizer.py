@@ -65,10 +65,12 @@ class Resizer:
             return "error", _message(exc)
         return "resized", ""
 
-    def record(self, pod: Obj, history: Sequence[Entry], entry: Entry) -> bool:
-        """Write the Pod's resize record with `entry` last; False when the Pod is gone or the write failed."""
+    def record(self, pod: Obj, history: Sequence[Entry], entry: Entry) -> str:
+        """Write the Pod's resize record with `entry` last; the record as written ("" when the Pod is gone
+        or the write failed)."""
         metadata = pod["metadata"]
-        body = {"metadata": {"annotations": {RESIZED_ANNOTATION: history_text(history, entry)}}}
+        text = history_text(history, entry)
+        body = {"metadata": {"annotations": {RESIZED_ANNOTATION: text}}}
         try:
             self.core.patch_namespaced_pod(
                 metadata["name"], metadata["namespace"], body, _preload_content=False
@@ -76,8 +78,8 @@ class Resizer:
         except ApiException as exc:
             if exc.status != 404:
                 log.warning("rightsize: %s: recording the resize failed (%s)", name_of(pod), exc.status)
-            return False
-        return True
+            return ""
+        return text
 
     def event(self, pod: Obj, *, reason: str, message: str, warning: bool = False) -> None:
         """A `v1` Event on the Pod (what `kubectl describe pod` shows); a failure is only logged."""

@@ -34,7 +34,7 @@ from webhook.core.nodefree import free_allocatable
 from webhook.core.pacing import RateLimit, workload_room
 from webhook.core.quantity import QuantityError, parse
 from webhook.core.quotaroom import quota_room
-from webhook.core.resizemark import Entry, Progress, read_history, resize_progress, stamp
+from webhook.core.resizemark import RESIZED_ANNOTATION, Entry, Progress, read_history, resize_progress, stamp
 from webhook.core.rightsize import Around, Plan, namespace_stop, not_eligible, plan_resize
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
 from webhook.core.workload import WorkloadKey, pod_workload
@@ -44,6 +44,7 @@ __all__ = ["RightsizeController"]
 log = logging.getLogger("pod_tailor.rightsize")
 Obj = dict[str, Any]
 _WAITING = (Progress.IN_PROGRESS, Progress.DEFERRED, Progress.ERROR)
+REPLAN_SECONDS = 300.0  # an unchanged Pod is planned again after this (usage, node room and steps move)
 
 
 class RightsizeController:
@@ -72,9 +73,15 @@ class RightsizeController:
         self.resizer = Resizer(api_client, clock=clock)
         self._resize_enabled = resize_enabled or functools.partial(_serves_resize, api_client)
         self._wake = threading.Event()
-        self._asked: dict[str, str] = {}  # uid -> resourceVersion a resize was asked at
+        # uid -> (the record just written, until when to wait for it): a Pod is not planned again before
+        # the watch shows our record on it (a version between a resize and its record looks never
+        # resized), nor a Pod gone meanwhile (None) before the watch drops it.
+        self._awaiting: dict[str, tuple[str | None, float]] = {}
         self._asked_at: deque[float] = deque(maxlen=max(1, per_minute))
         self._deferred: set[str] = set()  # uids counted as deferred
+        # uid -> (what a "nothing to do" plan was made from, until when it stands): a pass woken by
+        # another Pod's event does not plan an unchanged Pod again before `REPLAN_SECONDS`.
+        self._quiet: dict[str, tuple[tuple[str, float, float], float]] = {}
         self.unsupported = ""  # why the cluster cannot resize in place, said once when it changes
         self._served: tuple[tuple[int, int] | None, bool | None] | None = None  # (version, discovery)
         core, wake = client.CoreV1Api(api_client), self._wake.set
@@ -133,8 +140,9 @@ class RightsizeController:
             return
         pods = self.pods.objects()
         uids = {str(p["metadata"].get("uid")) for p in pods}
-        self._asked = {uid: version for uid, version in self._asked.items() if uid in uids}
+        self._awaiting = {uid: found for uid, found in self._awaiting.items() if uid in uids}
         self._deferred &= uids
+        self._quiet = {uid: found for uid, found in self._quiet.items() if uid in uids}
         by_node: dict[str, list[Obj]] = defaultdict(list)
         by_workload: dict[WorkloadKey, list[Obj]] = defaultdict(list)
         for pod in pods:
@@ -195,6 +203,8 @@ class RightsizeController:
         labels = (snapshot.namespaces or {}).get(namespace) or {}
         if namespace_stop(settings, labels, policy) is not None or not_eligible(pod) is not None:
             return
+        if self._awaited(uid, metadata):
+            return
         history = read_history(metadata.get("annotations") or {})
         progress, message = resize_progress(pod)
         if progress is Progress.INFEASIBLE and history and history[-1].result == "asked":
@@ -207,8 +217,10 @@ class RightsizeController:
         if progress is not Progress.IDLE:
             return
         version = str(metadata.get("resourceVersion", ""))
-        if self._asked.get(uid) == version:
-            return  # asked already; the watch has not brought the Pod since
+        inputs = (version, snapshot.taken_at, self.profiles().taken_at)
+        quiet = self._quiet.get(uid)
+        if quiet is not None and quiet[0] == inputs and self.clock() < quiet[1]:
+            return  # planned from the same Pod and snapshots a moment ago: nothing to do then
         workload = pod_workload(pod, namespace)
         facts = snapshot.facts_for(namespace)
         profiles = self.profiles().for_workload(workload)
@@ -224,6 +236,7 @@ class RightsizeController:
                                around=dataclasses.replace(around, memory_usage=usage))  # fmt: skip
         if plan.resize is None:
             log.debug("rightsize: %s: %s", name_of(pod), plan.reason)
+            self._quiet[uid] = (inputs, self.clock() + REPLAN_SECONDS)
             return
         wait = self._wait(policy.in_place, workload, workload_size)
         if self.dry_run is not None:
@@ -235,6 +248,18 @@ class RightsizeController:
             )
             return
         self._ask(pod, plan, history, node=node, workload=workload)
+
+    def _awaited(self, uid: str, metadata: Mapping[str, Any]) -> bool:
+        """Whether the Pod is still waited for: our last record not yet seen on it (and not given up)."""
+        found = self._awaiting.get(uid)
+        if found is None:
+            return False
+        written, until = found
+        seen = (metadata.get("annotations") or {}).get(RESIZED_ANNOTATION)
+        if (written and seen == written) or self.clock() >= until:
+            del self._awaiting[uid]
+            return False
+        return True
 
     def _wait(self, rules: Any, workload: WorkloadKey, size: int) -> str:
         now = self.clock()
@@ -259,13 +284,14 @@ class RightsizeController:
         self.metrics.resizes.labels(outcome).inc()
         if outcome == "error":
             return  # tried again at the next pass
-        self._asked[str(pod["metadata"].get("uid"))] = str(pod["metadata"].get("resourceVersion", ""))
+        uid = str(pod["metadata"].get("uid"))
         if outcome == "gone":
-            return  # until the watch drops it
+            self._awaiting[uid] = (None, now + REPLAN_SECONDS)  # until the watch drops it
+            return
         self._asked_at.append(now)
         if outcome == "refused":
             entry = Entry(now, resize.changes, resize.why, f"refused: {message}")
-            self.resizer.record(pod, history, entry)
+            self._awaiting[uid] = (self.resizer.record(pod, history, entry), now + REPLAN_SECONDS)
             self.resizer.event(
                 pod, reason="ResizeRefused", message=f"{resize.describe()}: {message}", warning=True
             )
@@ -278,7 +304,8 @@ class RightsizeController:
                 free = dict(self._free[node] or {})
                 free[change.resource] -= grow
                 self._free[node] = free
-        self.resizer.record(pod, history, Entry(now, resize.changes, resize.why))
+        written = self.resizer.record(pod, history, Entry(now, resize.changes, resize.why))
+        self._awaiting[uid] = (written, now + REPLAN_SECONDS)
         self.resizer.event(pod, reason="ResizedInPlace", message=resize.why)
         log.info("rightsize: %s: %s", name_of(pod), resize.why)
 
@@ -292,7 +319,8 @@ class RightsizeController:
             return
         self.metrics.resizes.labels("infeasible").inc()
         marked = dataclasses.replace(last, result=f"infeasible: {message}; given back")
-        self.resizer.record(pod, history[:-1], marked)
+        written = self.resizer.record(pod, history[:-1], marked)
+        self._awaiting[str(pod["metadata"].get("uid"))] = (written, self.clock() + REPLAN_SECONDS)
         self.resizer.event(pod, reason="ResizeInfeasible", warning=True,
                            message=f"{message}; back to what runs, not asked again")  # fmt: skip
         log.warning("rightsize: %s: resize infeasible (%s); given back", name_of(pod), message)
