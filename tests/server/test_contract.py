@@ -91,12 +91,12 @@ class TestSettings:
     @pytest.mark.parametrize(
         ("argv", "env", "message"),
         [
-            (["--port", "http"], {}, "--port"),
-            ([], {"POD_TAILOR_PORT": "70000"}, "port 70000"),
+            ([], {"POD_TAILOR_PORT": "http"}, "POD_TAILOR_PORT: 'http' is not a whole number"),
+            ([], {"POD_TAILOR_PORT": "70000"}, "POD_TAILOR_PORT: 70000 is not a port: use 1 to 65535"),
             ([], {"POD_TAILOR_DEFAULT_MODE": "enforcing"}, "POD_TAILOR_DEFAULT_MODE"),
             (["--cert-file", "tls.crt"], {}, "together"),
             (["--log-level", "loud"], {}, "log_level"),
-            ([], {"POD_TAILOR_CERT_RELOAD_SECONDS": "0"}, "positive"),
+            ([], {"POD_TAILOR_CERT_RELOAD_SECONDS": "0"}, "0 seconds: use a number of seconds above 0"),
         ],
     )
     def test_an_unusable_value_is_refused_naming_where_it_came_from(
@@ -104,6 +104,13 @@ class TestSettings:
     ) -> None:
         with pytest.raises(SettingsError, match=re.escape(message)):
             self.parse(*argv, env=env)
+
+    def test_an_unusable_option_is_refused_by_the_parser_with_the_same_rule(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        with pytest.raises(SystemExit):
+            self.parse("--port", "70000")
+        assert "--port: 70000 is not a port: use 1 to 65535" in capsys.readouterr().err
 
     def test_settings_are_frozen(self) -> None:
         with pytest.raises(AttributeError):

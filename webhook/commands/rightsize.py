@@ -17,9 +17,12 @@ import signal
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
+from webhook.commands.failures import quiet_http_clients
+from webhook.commands.options import add_policy_options, add_store_options
+from webhook.commands.parser import group, typed
+from webhook.config import values
 from webhook.config.settings import Settings
 from webhook.controllers.boost import BoostController
 from webhook.controllers.boostmetrics import BoostMetrics
@@ -41,30 +44,27 @@ def register(subparsers: Any) -> None:
         "back once Ready, and resizes running Pods of enforce-mode namespaces whose policy sets "
         "inPlace.enabled toward what admission would set now (pods/resize, never the workload).",
     )
-    command.add_argument("--kubeconfig", help="kubeconfig (default: in-cluster, $KUBECONFIG, ~/.kube/config)")
     command.add_argument(
-        "--profiles-path", "--store", dest="store", type=Path, help="profile store file (default: the shared "
-        "default location)",
+        "--tick", type=typed(values.seconds), default=1.0, help="seconds between passes over the Pods [1]"
+    )
+    command.add_argument(
+        "--max-resizes-per-minute", type=typed(values.count), default=30,
+        help="in-place right-sizing, cluster-wide [30]",
     )  # fmt: skip
-    command.add_argument(
-        "--kubernetes", action="store_true", help="profiles in ConfigMaps in --namespace instead of a file"
-    )
-    command.add_argument("--policy-file", help="policy file (default: the bundled policy)")
-    command.add_argument(
-        "--namespace", default="pod-tailor", help="pod-tailor's namespace: policy ConfigMap [pod-tailor]"
-    )
-    command.add_argument("--tick", type=float, default=1.0, help="seconds between passes over the Pods [1]")
-    command.add_argument(
-        "--max-resizes-per-minute", type=int, default=30, help="in-place right-sizing, cluster-wide [30]"
-    )
     command.add_argument(
         "--dry-run", action="store_true", help="print what would be resized, once, and change nothing"
     )
-    command.add_argument(
-        "--metrics-port", type=int, default=0, help="serve /metrics over HTTP on this port [0: not at all]"
+    add_store_options(command)
+    add_policy_options(command)
+    served = group(command, "server")
+    served.add_argument(
+        "--metrics-port",
+        type=typed(values.port_or_off),
+        default=0,
+        help="serve /metrics over HTTP on this port [0: not at all]",
     )
-    command.add_argument("--metrics-host", default="0.0.0.0", help="address for --metrics-port [0.0.0.0]")
-    election = command.add_argument_group("leader election (several replicas, one resizes)")
+    served.add_argument("--metrics-host", default="0.0.0.0", help="address for --metrics-port [0.0.0.0]")
+    election = group(command, "leader election", "several replicas, one resizes")
     election.add_argument(
         "--leader-elect", action=argparse.BooleanOptionalAction, default=False,
         help="resize only while holding a coordination.k8s.io Lease [off]",
@@ -79,10 +79,11 @@ def register(subparsers: Any) -> None:
 def _settings(args: argparse.Namespace) -> Settings:
     return Settings(
         kubeconfig=args.kubeconfig,
-        policy_file=args.policy_file,
-        namespace=args.namespace,
-        profiles_path=str(args.store) if args.store else None,
-        profiles_store="kubernetes" if args.kubernetes else "file",
+        policy_file=str(args.policy_file) if args.policy_file else None,
+        policy_configmap=args.policy_configmap,
+        namespace=args.pod_tailor_namespace,
+        profiles_path=str(args.profiles_path) if args.profiles_path else None,
+        profiles_store=args.profiles_store,
     )
 
 
@@ -102,6 +103,7 @@ def _main(args: argparse.Namespace) -> int:
     from webhook.refreshers.cluster import ClusterRefresher
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    quiet_http_clients()
     settings = _settings(args)
     found = discover(kubeconfig=args.kubeconfig)
     if found.config is None:
