@@ -47,10 +47,14 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--namespace", action="append", default=[], help="only this namespace (repeatable; default: all)"
     )
-    parser.add_argument("--step", default=defaults.step, help=f"usage resolution [{defaults.step}]")
+    parser.add_argument(
+        "--step", default=defaults.step,
+        help=f"usage resolution; raised to the data's own interval when coarser [{defaults.step}]",
+    )
     parser.add_argument(
         "--rate-window", default=defaults.rate_window,
-        help=f"rate() window over the CPU counter, >= 2 scrape intervals [{defaults.rate_window}]",
+        help="rate() window over the CPU counter: auto (2 scrape intervals, the shortest valid) or a"
+        f" duration, raised to 2 intervals when shorter [{defaults.rate_window}]",
     )
     parser.add_argument(
         "--percentile", type=float, default=strategy.cpu_percentile,

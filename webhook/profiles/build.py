@@ -28,8 +28,9 @@ from webhook.profiles.followups import startups as read_startups
 from webhook.profiles.identity import Owners
 from webhook.profiles.passes import Meter, Passes
 from webhook.profiles.prometheus import Prometheus, PrometheusError, Sample
+from webhook.profiles.resolution import AUTO, Resolution, choose
 from webhook.profiles.shards import Shard, estimate, plan
-from webhook.profiles.sizing import Live, read_scrape
+from webhook.profiles.sizing import Live, Scrape, read_scrape
 from webhook.profiles.slices import (
     SeriesId,
     StatsBySeries,
@@ -52,7 +53,10 @@ class BuildSettings:
 
     window: str = "14d"  # how much history to read
     step: str = "1m"  # resolution of the usage series (subquery and range step)
-    rate_window: str = "5m"  # the `rate()` window over the CPU counter (>= 2 scrape intervals)
+    # The usage step; raised to the data's own interval when that is coarser (`resolution`).
+    # The `rate()` window over the CPU counter: `auto` (two scrape intervals, the shortest valid) or
+    # a duration (raised to two intervals when shorter).
+    rate_window: str = AUTO
     # Hours of history come from each container's start time and sample count; only for series
     # without a start time (no cadvisor `container_start_time_seconds`) is a subquery asked when
     # each was first and last seen, at this coarse step (it costs a pass per step).
@@ -89,7 +93,8 @@ class BuildSettings:
 
     def __post_init__(self) -> None:
         for name in ("window", "step", "rate_window", "coverage_step", "startup_lookback"):
-            queries.duration(getattr(self, name))  # raises ValueError naming the bad text
+            if not (name == "rate_window" and self.rate_window == AUTO):
+                queries.duration(getattr(self, name))  # raises ValueError naming the bad text
         if queries.duration(self.step) > queries.duration(self.window):
             raise ValueError(f"step {self.step} is longer than the window {self.window}")
 
@@ -125,8 +130,7 @@ def _planned_passes(
     prom: Prometheus,
     settings: BuildSettings,
     *,
-    live: Live,
-    interval: float,
+    scrape: Scrape,
     end: float,
     progress: Progress,
     checkpoint: Checkpoint | None,
@@ -134,11 +138,15 @@ def _planned_passes(
 ) -> Passes:
     """The big passes' time slices and shards, from the live series of each namespace and container."""
     window, step = queries.duration(settings.window), queries.duration(settings.step)
+    live, interval = scrape.live, scrape.interval()
     total = _total(live)
-    slices = settings.slices or auto_slices(series=total, window=window, interval=interval,
+    # A CPU subquery holds a point per step, the memory pass one per raw sample: the finer counts.
+    slices = settings.slices or auto_slices(series=total, window=window,
+                                            interval=min(step, interval) if interval > 0 else step,
                                             samples_per_query=settings.samples_per_query)
     span = window / slices
-    resolution = min(step, interval)  # a CPU subquery has a point per step, a memory pass per sample
+    resolution = {ns: min(step, found) if found > 0 else step for ns, found in scrape.intervals().items()}
+    finest = min(resolution.values(), default=float(step))
     known: list[str] = list(settings.namespaces)
 
     def namespaces() -> list[str]:
@@ -149,15 +157,22 @@ def _planned_passes(
         return known
 
     shards = [Shard()]
-    if estimate(total, span=span, resolution=resolution) > settings.max_samples:
+    if estimate(total, span=span, resolution=finest) > settings.max_samples:
         counts: Live = {namespace: {} for namespace in namespaces()} | live
         shards = plan(counts, span=span, resolution=resolution, budget=settings.max_samples)
     sharded = f" x {len(shards)} shards of <= {settings.max_samples:,} samples" if len(shards) > 1 else ""
-    progress(f"  {total:.0f} live series every {interval:g}s: the big passes in {slices} slice(s)"
+    progress(f"  {total:.0f} live series every {interval:g}s at a {step}s step: the big passes in "
+             f"{slices} slice(s)"
              + (" or more, on whole days" if checkpoint else "") + sharded)
     planned = dataclasses.replace(settings, slices=slices)
     return Passes(prom, settings=planned, end=end, shards=shards, namespaces=namespaces,
                   progress=progress, checkpoint=checkpoint, meter=meter)
+
+
+def _resolved(settings: BuildSettings, resolution: Resolution) -> BuildSettings:
+    """`settings` at the step and rate window `resolution` chose (what every query of the build uses)."""
+    return dataclasses.replace(settings, step=queries.promql_duration(resolution.step),
+                               rate_window=queries.promql_duration(resolution.rate_window))
 
 
 def _total(live: Live) -> float:
@@ -260,21 +275,23 @@ def _build(
         # The scrape interval and the live series size the big passes (and the rate window every CPU
         # query uses): asked first, one small query (its median over a share of the Pods, when
         # kube-state-metrics says there are many).
-        per_hour, live = read_scrape(prom, ns, end=end, pods=_pods_known(hpas_f))
-        interval = 3600 / per_hour if per_hour > 0 else float(step)
-        rate = queries.duration(settings.rate_window)
-        if not settings.cpu_rate_metric:
-            rate, raised = queries.safe_rate_window(rate, interval=interval)
-            if raised:
-                notes.append(raised)
-                progress(f"  warning: {raised}")
-                settings = dataclasses.replace(settings, rate_window=queries.promql_duration(rate))
+        scrape = read_scrape(prom, ns, end=end, pods=_pods_known(hpas_f), start=end - window)
+        resolution = choose(step=step, rate_window=settings.rate_window, interval=scrape.interval(),
+                            recorded=settings.cpu_rate_metric is not None)
+        settings, rate, step = _resolved(settings, resolution), resolution.rate_window, resolution.step
+        interval = scrape.interval() or float(step)
+        for raised in resolution.notes:
+            notes.append(raised)
+            progress(f"  warning: {raised}")
+        progress(f"  reading at a {resolution.describe()}")
+        if working is not None:
+            working.resolve(f"{settings.step}/{settings.rate_window}")
         totals_f = pool.submit(fetch_totals, prom, namespaces=ns, window=window, step=step,
                                rate_window=rate, end=end, recorded=settings.cpu_rate_metric,
-                               progress=progress, live=_total(live),
+                               progress=progress, live=_total(scrape.live),
                                pieces=lambda n: _totals_pieces(settings, n),
                                scope=_scope(hpas_f), checkpoint=working)
-        passes = _planned_passes(prom, settings, live=live, interval=interval, end=end, progress=progress,
+        passes = _planned_passes(prom, settings, scrape=scrape, end=end, progress=progress,
                                  checkpoint=working, meter=meter)
         reading: list[Future[dict[SeriesId, list[list[tuple[float, float]]]]]] = []
         found = passes.read(
@@ -292,7 +309,8 @@ def _build(
         ) if settings.summary_days > 0 else None
         progress(f"  owners: {len(owners.pods)} pods known to kube-state-metrics")
         seen = seen_without_start(prom, settings, found, end=end)
-        stats = StatsBySeries(found, interval=interval, seen=seen, since=end - window,
+        intervals = {namespace: found for namespace, found in scrape.intervals().items() if found > 0}
+        stats = StatsBySeries(found, interval=intervals or interval, seen=seen, since=end - window,
                               grid=settings.strategy.quantile_grid())
         fetch_short_series(prom, settings, stats, end=end, pool=pool)
         oom: dict[SeriesId, int] = {}

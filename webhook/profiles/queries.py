@@ -237,17 +237,25 @@ def coverage(namespaces: Sequence[str], *, span: int, coverage_step: int) -> str
 
 
 def scrape_interval(namespaces: Sequence[str], *, median_pattern: str | None = None) -> str:
-    """Over the last hour: median samples per live memory series (`stat="per_hour"`: 3600 / this is the
-    scrape interval), over the Pods `median_pattern` matches (all without it), and how many series
-    each namespace's containers have (`stat="series"`): what sizes the big queries and plans their
-    shards."""
+    """Over the last hour: median samples per live memory series by namespace (`stat="per_hour"`:
+    3600 / this is its scrape interval), over the Pods `median_pattern` matches (all without it),
+    and how many series each namespace's containers have (`stat="series"`): what sizes the big
+    queries and plans their shards."""
     def per_series(pattern: str | None) -> str:
         return f"count_over_time({selector(MEMORY_METRIC, namespaces, pod_pattern=pattern)}[1h])"
 
     return _union(
-        [stat_label(f"quantile(0.5, {per_series(median_pattern)})", "per_hour"),
+        [stat_label(f"quantile by (namespace) (0.5, {per_series(median_pattern)})", "per_hour"),
          stat_label(f"count by (namespace, container) ({per_series(None)})", "series")]
     )
+
+
+def samples_per_hour(namespaces: Sequence[str], *, median_pattern: str | None = None) -> str:
+    """Per namespace, the median samples per memory series over the hour before the evaluation time
+    (`stat="per_hour"`): `scrape_interval`'s first half, asked again where the window starts, where a
+    long-term store keeps older data downsampled."""
+    series = selector(MEMORY_METRIC, namespaces, pod_pattern=median_pattern)
+    return stat_label(f"quantile by (namespace) (0.5, count_over_time({series}[1h]))", "per_hour")
 
 
 def live_series(namespaces: Sequence[str], *, pod_patterns: Mapping[str, str | None]) -> str:
