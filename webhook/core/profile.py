@@ -31,6 +31,14 @@ class Evidence:
     memory_margin: float  # e.g. 0.15 for +15 % over the peak
     confidence: float  # 0..1, grows with hours and samples
     oom_kills: int = 0
+    # Which CPU statistic the request is (`pooled`: the percentile of every Pod's points together;
+    # `maxPerPod`: the largest Pod's own percentile), read at what resolution, and its value before
+    # rounding (cores) with how close to exact it is (relative; 0.005 = within 0.5 %).
+    cpu_aggregate: str = "pooled"
+    cpu_step: str = ""
+    cpu_rate_window: str = ""
+    cpu_value: float | None = None
+    cpu_within: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ from webhook.core.workload import WorkloadKey
 from webhook.profiles import queries
 from webhook.profiles.checkpoint import Checkpoint, checkpoint_key
 from webhook.profiles.connection import PrometheusConnection
+from webhook.profiles.cpustat import exact_cpu
 from webhook.profiles.followups import fetch_short_series, seen_without_start
 from webhook.profiles.followups import startups as read_startups
 from webhook.profiles.identity import Owners
@@ -88,6 +89,9 @@ class BuildSettings:
     # share of the pooled percentile is exact rather than interpolated between a few quantiles.
     raw_limit: int = 200
     raw_budget: int = 2_000_000  # at most this many values fetched whole per build (memory bound)
+    # The exact CPU statistic's queries (`exact`) hold one branch per pool, up to this much PromQL
+    # text each (VictoriaMetrics refuses more than 16 KB by default; Prometheus sets no limit).
+    max_query_bytes: int = 16_000
     summary_days: int = 7  # days of hourly usage for the drawable summaries (`summarize`); 0: none
     strategy: StrategySettings = field(default_factory=StrategySettings)
 
@@ -334,12 +338,16 @@ def _build(
         histories[(owners.workload(sid[0], sid[1]), sid[2])].append(sid)
     containers: dict[WorkloadKey, dict[str, ContainerProfile]] = defaultdict(dict)
     current: dict[WorkloadKey, dict[str, dict[str, Decimal]]] = defaultdict(dict)
+    with ThreadPoolExecutor(max_workers=max(1, settings.concurrency), thread_name_prefix="exact") as counting:
+        exact = exact_cpu(prom, settings, stats, histories, end=end, pool=counting, progress=progress)
     for (key, container), sids in histories.items():
         each = {sid: stats[sid] for sid in sids}  # made here, dropped after: one container at a time
         history = ContainerHistory(
             series=[s for parts in each.values() for s in parts],
             oom_kills=sum(oom.get(sid, 0) for sid in sids),
             startups=[run for sid in sids for run in startups.get(sid, [])],
+            cpu_exact=exact.get((key, container)),
+            resolution=(settings.step, settings.rate_window),
         )
         containers[key][container] = recommend(history, settings=settings.strategy, window=settings.window)
         latest = max(sids, key=lambda sid: max(s.last for s in each[sid]))

@@ -125,7 +125,7 @@ def _union(parts: Iterable[str]) -> str:
 
 def cpu_usage(
     namespaces: Sequence[str], *, rate_window: int, recorded: str | None = None, pods: Sequence[str] = (),
-    pod_pattern: str | None = None, shard: Shard | None = None,
+    pod_pattern: str | None = None, shard: Shard | None = None, container: str | None = None,
 ) -> str:
     """CPU cores per container: `rate()` over the cadvisor counter, or a recorded rate when one exists.
 
@@ -133,6 +133,8 @@ def cpu_usage(
     reading such a gauge is a pass over raw samples instead of a `rate()` at every step.
     """
     series = selector(recorded or CPU_METRIC, namespaces, pod_pattern=pod_pattern, shard=shard)
+    if container is not None:
+        series = series[:-1] + f",container={_quote(container)}}}"
     if pods:
         series = series[:-1] + f",pod=~{_quote(_literally(pods))}}}"
     return series if recorded else f"rate({series}[{promql_duration(rate_window)}])"

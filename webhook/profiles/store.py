@@ -136,6 +136,7 @@ def _encode_profile(profile: ContainerProfile) -> dict[str, Any]:
             "memoryMargin": ev.memory_margin,
             "confidence": round(ev.confidence, 4),
             "oomKills": ev.oom_kills,
+            **_encode_statistic(ev),
         },
     }
     if profile.startup_cpu is not None:
@@ -143,6 +144,29 @@ def _encode_profile(profile: ContainerProfile) -> dict[str, Any]:
     if profile.startup_seconds is not None:
         out["startupSeconds"] = round(profile.startup_seconds, 1)
     return out | encode_recorded(profile)
+
+
+def _encode_statistic(ev: Evidence) -> dict[str, Any]:
+    """The CPU statistic's description (older stores have none: pooled, resolution unknown)."""
+    out: dict[str, Any] = {"cpuAggregate": ev.cpu_aggregate}
+    if ev.cpu_step:
+        out |= {"cpuStep": ev.cpu_step, "cpuRateWindow": ev.cpu_rate_window}
+    if ev.cpu_value is not None:
+        out["cpuValue"] = round(ev.cpu_value, 6)
+    if ev.cpu_within is not None:
+        out["cpuWithin"] = round(ev.cpu_within, 6)
+    return out
+
+
+def _decode_statistic(ev: Mapping[str, Any], where: str) -> dict[str, Any]:
+    value, within = ev.get("cpuValue"), ev.get("cpuWithin")
+    return {
+        "cpu_aggregate": str(ev.get("cpuAggregate", "pooled")),
+        "cpu_step": str(ev.get("cpuStep", "")),
+        "cpu_rate_window": str(ev.get("cpuRateWindow", "")),
+        "cpu_value": None if value is None else _finite(value, where),
+        "cpu_within": None if within is None else _finite(within, where, high=1.0),
+    }
 
 
 def _finite(value: Any, where: str, *, low: float = 0.0, high: float = float("inf")) -> float:
@@ -176,6 +200,7 @@ def _decode_profile(data: Any, where: str) -> ContainerProfile:
             memory_margin=_finite(ev["memoryMargin"], where, high=100.0),
             confidence=_finite(ev["confidence"], where, high=1.0),
             oom_kills=int(_finite(ev.get("oomKills", 0), where)),
+            **_decode_statistic(ev, where),
         )
         startup_cpu = data.get("startupCpu")
         startup_seconds = data.get("startupSeconds")
