@@ -92,6 +92,9 @@ class BuildSettings:
     # The exact CPU statistic's queries (`exact`) hold one branch per pool, up to this much PromQL
     # text each (VictoriaMetrics refuses more than 16 KB by default; Prometheus sets no limit).
     max_query_bytes: int = 16_000
+    # Count the CPU statistic exactly (`exact`); off: rebuilt from each series' quantiles, a few
+    # percent off when Pods differ (kept for comparison and for backends that cannot count).
+    exact_cpu: bool = True
     summary_days: int = 7  # days of hourly usage for the drawable summaries (`summarize`); 0: none
     strategy: StrategySettings = field(default_factory=StrategySettings)
 
@@ -102,11 +105,18 @@ class BuildSettings:
         if queries.duration(self.step) > queries.duration(self.window):
             raise ValueError(f"step {self.step} is longer than the window {self.window}")
 
+    def cpu_grid(self) -> tuple[float, ...]:
+        """The CPU quantiles the big pass asks per series and slice: the target alone when the
+        statistic is counted exactly (its estimate needs no more), else the target and the max for
+        the rebuild (`strategy.mixture_quantile`). Each is a full evaluation of the usage."""
+        grid = self.strategy.quantile_grid()
+        return (round(self.strategy.quantile, 6),) if self.exact_cpu and self.strategy.quantile < 1 else grid
+
     def checkpoint_key(self, url: str) -> str:
         """What the slice records of a build with these settings depend on (see `checkpoint`)."""
         return checkpoint_key(url, namespaces=self.namespaces, resolution=(self.step, self.rate_window),
                               cpu_metric=self.cpu_rate_metric or queries.CPU_METRIC,
-                              quantiles=self.strategy.quantile_grid())
+                              quantiles=self.cpu_grid())
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,7 +325,7 @@ def _build(
         seen = seen_without_start(prom, settings, found, end=end)
         intervals = {namespace: found for namespace, found in scrape.intervals().items() if found > 0}
         stats = StatsBySeries(found, interval=intervals or interval, seen=seen, since=end - window,
-                              grid=settings.strategy.quantile_grid())
+                              grid=settings.cpu_grid())
         fetch_short_series(prom, settings, stats, end=end, pool=pool)
         oom: dict[SeriesId, int] = {}
         for sample in oom_f.result():
@@ -339,7 +349,8 @@ def _build(
     containers: dict[WorkloadKey, dict[str, ContainerProfile]] = defaultdict(dict)
     current: dict[WorkloadKey, dict[str, dict[str, Decimal]]] = defaultdict(dict)
     with ThreadPoolExecutor(max_workers=max(1, settings.concurrency), thread_name_prefix="exact") as counting:
-        exact = exact_cpu(prom, settings, stats, histories, end=end, pool=counting, progress=progress)
+        exact = exact_cpu(prom, settings, stats, histories, end=end, pool=counting,
+                          progress=progress) if settings.exact_cpu else {}
     for (key, container), sids in histories.items():
         each = {sid: stats[sid] for sid in sids}  # made here, dropped after: one container at a time
         history = ContainerHistory(

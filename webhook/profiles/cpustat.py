@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from webhook.core.workload import WorkloadKey
 from webhook.profiles import queries
-from webhook.profiles.exact import TOLERANCE, Bracket, Pool, refine
+from webhook.profiles.exact import _FIRST_SPREAD, TOLERANCE, Bracket, Pool, refine
 from webhook.profiles.prometheus import Prometheus
 from webhook.profiles.slices import SeriesId
 from webhook.profiles.strategy import SeriesStats, mixture_quantile, series_knots
@@ -28,14 +28,19 @@ Container = tuple[WorkloadKey, str]
 _IDLE = 1e-4  # cores: a pool that never went above this is idle, its percentile no question
 
 
-def _estimate(parts: Sequence[SeriesStats], q: float) -> tuple[float, float, tuple[float, ...]]:
-    """(rebuilt q-quantile, the largest value seen, the values known whole) of some series' slices."""
+def _estimate(parts: Sequence[SeriesStats], q: float) -> tuple[Bracket | None, tuple[float, ...]]:
+    """The first bracket of some series' slices (its estimate rebuilt from their quantiles, its
+    first thresholds as far apart as their quantiles disagree), and the values known whole."""
     summaries = [(s.samples, series_knots(s)) for s in parts if s.cpu_quantiles and not s.cpu_values]
     values = tuple(v for s in parts for v in s.cpu_values)
     if not summaries and not values:
-        return 0.0, 0.0, values
-    ceiling = max([max(s.cpu_quantiles.values()) for s in parts if s.cpu_quantiles] + list(values))
-    return mixture_quantile(summaries, values, q), ceiling, values
+        return None, values
+    quantiles = [v for _, knots in summaries for v, p in knots if p < 1] + ([max(values)] if values else [])
+    if max(quantiles, default=0.0) <= _IDLE:
+        return None, values
+    spread = max(quantiles) / max(min(quantiles), _IDLE) - 1
+    first = min(max(spread / 3, _FIRST_SPREAD), 0.4)
+    return Bracket(estimate=mixture_quantile(summaries, values, q), spread=first), values
 
 
 def exact_cpu(
@@ -61,13 +66,13 @@ def exact_cpu(
         members[container] = []
         for group in groups:
             parts = [part for sid in group for part in stats[sid]]
-            estimate, ceiling, values = _estimate(parts, q)
-            if ceiling <= _IDLE:
+            bracket, values = _estimate(parts, q)
+            if bracket is None:
                 continue
             key = (container, group[0]) if per_pod else container
             asked = tuple(sid for sid in group if not any(part.cpu_values for part in stats[sid]))
             pools.append(Pool(key, asked, values))
-            brackets[key] = Bracket(estimate=estimate, ceiling=ceiling)
+            brackets[key] = bracket
             members[container].append(key)
 
     def wanted(known: Mapping[object, Bracket]) -> set[object]:
@@ -93,7 +98,7 @@ def exact_cpu(
         best = max(known, key=lambda b: b.value(q))
         lo, hi = best.bounds(q)
         value = best.value(q)
-        within = max(value - lo, hi - value) / value if value > 0 else 0.0
+        within = min(1.0, max(value - lo, hi - value) / value) if value > 0 else 0.0
         out[container] = (value, round(within, 6))
     loose = sum(1 for _, within in out.values() if within > TOLERANCE)
     progress(f"  exact CPU: {len(out)} containers in {rounds} round(s)"

@@ -239,7 +239,8 @@ def coverage(namespaces: Sequence[str], *, span: int, coverage_step: int) -> str
 
 
 def scrape_interval(namespaces: Sequence[str], *, median_pattern: str | None = None) -> str:
-    """Over the last hour: median samples per live memory series by namespace (`stat="per_hour"`:
+    """Over the last hour: samples per live memory series by namespace (their 90th percentile, a
+    series that lived the whole hour; `stat="per_hour"`:
     3600 / this is its scrape interval), over the Pods `median_pattern` matches (all without it),
     and how many series each namespace's containers have (`stat="series"`): what sizes the big
     queries and plans their shards."""
@@ -247,17 +248,18 @@ def scrape_interval(namespaces: Sequence[str], *, median_pattern: str | None = N
         return f"count_over_time({selector(MEMORY_METRIC, namespaces, pod_pattern=pattern)}[1h])"
 
     return _union(
-        [stat_label(f"quantile by (namespace) (0.5, {per_series(median_pattern)})", "per_hour"),
+        [stat_label(f"quantile by (namespace) (0.9, {per_series(median_pattern)})", "per_hour"),
          stat_label(f"count by (namespace, container) ({per_series(None)})", "series")]
     )
 
 
 def samples_per_hour(namespaces: Sequence[str], *, median_pattern: str | None = None) -> str:
-    """Per namespace, the median samples per memory series over the hour before the evaluation time
+    """Per namespace, the samples per memory series (its 90th percentile: a series that lived the
+    whole hour) over the hour before the evaluation time
     (`stat="per_hour"`): `scrape_interval`'s first half, asked again where the window starts, where a
     long-term store keeps older data downsampled."""
     series = selector(MEMORY_METRIC, namespaces, pod_pattern=median_pattern)
-    return stat_label(f"quantile by (namespace) (0.5, count_over_time({series}[1h]))", "per_hour")
+    return stat_label(f"quantile by (namespace) (0.9, count_over_time({series}[1h]))", "per_hour")
 
 
 def live_series(namespaces: Sequence[str], *, pod_patterns: Mapping[str, str | None]) -> str:

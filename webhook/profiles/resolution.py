@@ -39,8 +39,16 @@ class Resolution:
                 f"{queries.promql_duration(self.rate_window)} over data every {self.interval:g}s")
 
 
+# Scrape intervals and downsampled resolutions people configure: a measured one within 10 % is one.
+_COMMON = (1, 2, 5, 10, 15, 20, 30, 60, 120, 180, 300, 600, 900, 1800, 3600)
+
+
 def nice_interval(interval: float) -> int:
-    """A measured interval (a median of samples per hour: 3600/241 for 15 s scrapes) as whole seconds."""
+    """A measured interval (samples per hour, counted over an inclusive hour: 3600/61 for 1-minute
+    scrapes) as the configured one it stands for, else as whole seconds."""
+    for common in _COMMON:
+        if abs(interval / common - 1) <= 0.1:
+            return common
     return max(1, round(interval))
 
 
