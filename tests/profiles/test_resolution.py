@@ -18,6 +18,7 @@ import pytest
 from conftest import test_settings
 from promserver import PromServer, backfill
 from synthetic import DAY, MIB, Pod, Workload, noise, quantile, write_openmetrics
+from vmserver import VmServer
 
 from webhook.core.profile import Recommendation
 from webhook.core.workload import WorkloadKey
@@ -149,3 +150,37 @@ def test_a_subquery_costs_its_steps_and_a_range_its_samples() -> None:
     # over 15-second data the raw samples do.
     assert points(100, span=DAY, step=60, interval=300) == 100 * DAY / 60
     assert points(100, span=DAY, step=60, interval=15) == 100 * DAY / 15
+
+
+# --------------------------------------------------------------------------- VictoriaMetrics
+
+
+@pytest.fixture(scope="module")
+def victoria(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """VictoriaMetrics keeping one sample per 5 minutes (`-dedup.minScrapeInterval=5m`) of data written
+    every minute: the resolution the source serves, not the one it was scraped at."""
+    root = tmp_path_factory.mktemp("victoria")
+    source = root / "history.om"
+    with source.open("w") as out:
+        write_openmetrics(_namespace("vm", start=END - 2 * DAY, end=END), out, step=60)
+    with VmServer(root / "data", dedup="5m") as server:
+        server.load(source)
+        yield server.url
+
+
+def test_victoria_metrics_downsampled_data_is_read_at_its_own_resolution(victoria: str) -> None:
+    prom = Prometheus(victoria)
+    try:
+        settings = test_settings(namespaces=("vm",), window="2d", step="1m", rate_window="auto",
+                                 coverage_step="1h", strategy=StrategySettings(min_hours=6))
+        result = build_profiles(prom, settings, end=END)
+    finally:
+        prom.close()
+    assert not result.unread
+    for name in ("web0", "web1"):
+        profile = result.document.workloads[WorkloadKey("vm", "Deployment", name)].containers["app"]
+        assert isinstance(profile, Recommendation)
+        assert (profile.evidence.cpu_step, profile.evidence.cpu_rate_window) == ("5m", "10m")
+        exact = _exact(victoria, "vm", name, step=300, rate_window=600)
+        assert profile.evidence.cpu_value is not None
+        assert abs(profile.evidence.cpu_value / exact - 1) <= TOLERANCE

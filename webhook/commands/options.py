@@ -8,13 +8,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from webhook.config.policies import load_policy_text
 from webhook.config.settings import PROMETHEUS_FIELDS, add_arguments, load_settings
+from webhook.core.statistic import CpuStatistic
 from webhook.profiles.build import BuildSettings
 from webhook.profiles.checkpoint import default_checkpoint_path
 from webhook.profiles.connection import PrometheusConnection
 from webhook.profiles.runner import BuildRun, open_store
 from webhook.profiles.store import ProfileStore
-from webhook.profiles.strategy import StrategySettings
+from webhook.profiles.strategy import AGGREGATES, StrategySettings
 
 __all__ = [
     "add_build_options",
@@ -59,6 +61,16 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--percentile", type=float, default=strategy.cpu_percentile,
         help=f"CPU request percentile [{strategy.cpu_percentile:g}]",
+    )
+    parser.add_argument(
+        "--aggregate", choices=AGGREGATES, default=strategy.cpu_aggregate,
+        help="CPU percentile of every Pod's points together (pooled) or the largest Pod's own"
+        f" (maxPerPod, as KRR) [{strategy.cpu_aggregate}]",
+    )
+    parser.add_argument(
+        "--statistics-from", metavar="POLICY_FILE", type=Path,
+        help="also count the CPU statistics this policy file's policies name (profiles.cpu), for"
+        " the webhook to size their workloads with",
     )
     parser.add_argument(
         "--memory-margin", type=float, default=strategy.memory_margin,
@@ -162,6 +174,7 @@ def store_from(args: argparse.Namespace) -> ProfileStore:
 def build_settings(args: argparse.Namespace) -> BuildSettings:
     strategy = StrategySettings(
         cpu_percentile=args.percentile,
+        cpu_aggregate=args.aggregate,
         memory_margin=args.memory_margin,
         min_hours=args.min_hours,
         min_samples=args.min_samples,
@@ -180,7 +193,16 @@ def build_settings(args: argparse.Namespace) -> BuildSettings:
         startup_lookback=args.startup_lookback,
         summary_days=max(0, args.summary_days),
         strategy=strategy,
+        statistics=_policy_statistics(args.statistics_from),
     )
+
+
+def _policy_statistics(path: Path | None) -> tuple[CpuStatistic, ...]:
+    """Every CPU statistic the policies of `path` name (none without a file)."""
+    if path is None:
+        return ()
+    policies = load_policy_text(path.read_text(encoding="utf-8"))
+    return tuple(sorted({s for policy in policies.policies.values() for s in policy.usage.statistics()}))
 
 
 def build_run(args: argparse.Namespace) -> BuildRun:

@@ -39,6 +39,7 @@ from webhook.core.qos import qos_class
 from webhook.core.resources import size_container
 from webhook.core.shutdown import existing_sleep, grace_period, grace_set_by_person, is_windows, pre_stop
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
+from webhook.core.statistic import for_workload
 from webhook.core.traffic import pause_for, readiness_gap, traffic_path
 from webhook.core.workload import WorkloadKey, pod_workload
 
@@ -229,10 +230,13 @@ def decide(
         return settings, Decision(skipped=f"not a usable Pod: {problem}", policy=policy.name)
     if workload is None:
         workload = pod_workload(pod, namespace)
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    sized, statistic_notes = for_workload(profiles.for_workload(workload), policy.usage, annotations)
+    notes += statistic_notes
     decision = _tailor_checked(
         pod,
         policy=policy,
-        profiles=profiles.for_workload(workload),
+        profiles=sized,
         facts=cluster.facts_for(namespace),
         workload=workload,
     )

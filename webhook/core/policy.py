@@ -16,6 +16,7 @@ from webhook.core.boost import BoostPolicy, boost_policy
 from webhook.core.holds import AutoscalerPolicy, autoscaler_policy
 from webhook.core.quantity import QuantityError, parse
 from webhook.core.routes import PathKind
+from webhook.core.statistic import UsageStatistic, usage_statistic
 
 __all__ = [
     "FEATURES",
@@ -117,6 +118,8 @@ class Policy:
     autoscalers: AutoscalerPolicy  # the HPA/VPA rule and the step limit (webhook.core.holds)
     sleeps_by_path: PathSleeps = PathSleeps()
     startup_boost: BoostPolicy = field(default_factory=BoostPolicy)  # webhook.core.boost
+    # profiles.cpu / profiles.memory: which statistic sizes the requests (webhook.core.statistic)
+    usage: UsageStatistic = field(default_factory=UsageStatistic)
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,7 +251,7 @@ def _policy(name: str, reader: _Reader) -> Policy:
     unknown = set(resources.data) - set(MANAGED_RESOURCES)
     if unknown:
         raise PolicyError(f"{resources.path}: unknown resource {sorted(unknown)[0]!r}")
-    profiles = reader.child("profiles").only("use", "minConfidence", "startupCpuInLimit")
+    profiles = reader.child("profiles").only("use", "minConfidence", "startupCpuInLimit", "cpu", "memory")
     probes = reader.child("probes").only("httpPath", "readiness", "startup", "liveness")
     pre_stop = reader.child("preStop").only(
         "sleepSeconds", "sleepSecondsByPath", "whenVersionUnknown", "allowExec"
@@ -281,6 +284,7 @@ def _policy(name: str, reader: _Reader) -> Policy:
             load_balancer=by_path.integer("loadBalancer", low=1, high=3600),
         ),
         startup_boost=boost_policy(reader.child("startupBoost")),
+        usage=usage_statistic(profiles),
     )
 
 

@@ -18,7 +18,8 @@ from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from webhook.core.profile import ContainerProfile
+from webhook.core.profile import ContainerProfile, Recommendation
+from webhook.core.statistic import CpuStatistic
 from webhook.core.workload import WorkloadKey
 from webhook.profiles import queries
 from webhook.profiles.checkpoint import Checkpoint, checkpoint_key
@@ -39,7 +40,7 @@ from webhook.profiles.slices import (
     series_id,
 )
 from webhook.profiles.store import ProfileDocument, WorkloadEntry
-from webhook.profiles.strategy import ContainerHistory, StrategySettings, recommend
+from webhook.profiles.strategy import ContainerHistory, StrategySettings, recommend, round_up
 from webhook.profiles.summarize import summarize
 from webhook.profiles.totals import STEP, Scope, attach_totals, fetch_totals, hpa_scope
 
@@ -95,6 +96,9 @@ class BuildSettings:
     # Count the CPU statistic exactly (`exact`); off: rebuilt from each series' quantiles, a few
     # percent off when Pods differ (kept for comparison and for backends that cannot count).
     exact_cpu: bool = True
+    # Further CPU statistics to count for the policies that name them (`core.statistic`), each one
+    # more set of counting rounds; stored per container beside the build's own (`cpu_by`).
+    statistics: tuple[CpuStatistic, ...] = ()
     summary_days: int = 7  # days of hourly usage for the drawable summaries (`summarize`); 0: none
     strategy: StrategySettings = field(default_factory=StrategySettings)
 
@@ -276,6 +280,7 @@ def _build(
     # Worked on as a copy and handed back only if no answer came with warnings: partial answers
     # are never kept, whoever keeps the checkpoint (the command's file, `serve`'s memory).
     working = checkpoint.copy() if checkpoint is not None else None
+    asked_rate = settings.rate_window  # `auto` or a duration: what a policy's statistic names
     window, ns = queries.duration(settings.window), settings.namespaces
     step = queries.duration(settings.step)
     lookback = min(window, queries.duration(settings.startup_lookback))
@@ -351,6 +356,15 @@ def _build(
     with ThreadPoolExecutor(max_workers=max(1, settings.concurrency), thread_name_prefix="exact") as counting:
         exact = exact_cpu(prom, settings, stats, histories, end=end, pool=counting,
                           progress=progress) if settings.exact_cpu else {}
+        own = CpuStatistic(settings.strategy.cpu_percentile, settings.strategy.cpu_aggregate, asked_rate)
+        others: dict[tuple[WorkloadKey, str], dict[str, Decimal]] = defaultdict(dict)
+        for statistic in sorted(set(settings.statistics) - {own}):
+            progress(f"  CPU statistic {statistic.key} for the policies that name it")
+            counted = exact_cpu(prom, settings, stats, histories, end=end, pool=counting, progress=progress,
+                                statistic=statistic)
+            strategy = settings.strategy
+            for pair, (value, _) in counted.items():
+                others[pair][statistic.key] = round_up(value, strategy.cpu_step, strategy.min_cpu)
     for (key, container), sids in histories.items():
         each = {sid: stats[sid] for sid in sids}  # made here, dropped after: one container at a time
         history = ContainerHistory(
@@ -360,7 +374,10 @@ def _build(
             cpu_exact=exact.get((key, container)),
             resolution=(settings.step, settings.rate_window),
         )
-        containers[key][container] = recommend(history, settings=settings.strategy, window=settings.window)
+        profile = recommend(history, settings=settings.strategy, window=settings.window)
+        if isinstance(profile, Recommendation) and others.get((key, container)):
+            profile = dataclasses.replace(profile, cpu_by=others[(key, container)])
+        containers[key][container] = profile
         latest = max(sids, key=lambda sid: max(s.last for s in each[sid]))
         if requests.get(latest):
             current[key][container] = requests[latest]

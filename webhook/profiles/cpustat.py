@@ -12,10 +12,12 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from typing import TYPE_CHECKING
 
+from webhook.core.statistic import CpuStatistic
 from webhook.core.workload import WorkloadKey
 from webhook.profiles import queries
 from webhook.profiles.exact import _FIRST_SPREAD, TOLERANCE, Bracket, Pool, refine
 from webhook.profiles.prometheus import Prometheus
+from webhook.profiles.resolution import AUTO
 from webhook.profiles.slices import SeriesId
 from webhook.profiles.strategy import SeriesStats, mixture_quantile, series_knots
 
@@ -52,10 +54,20 @@ def exact_cpu(
     end: float,
     pool: Executor,
     progress: Callable[[str], None],
+    statistic: CpuStatistic | None = None,
 ) -> dict[Container, tuple[float, float]]:
-    """Per container: (its CPU statistic in cores, the relative bracket it is known within)."""
+    """Per container: (its CPU statistic in cores, the relative bracket it is known within).
+
+    `statistic`: another one than the build's own (`settings.strategy`), for a policy that names it
+    (its rate window resolved like the build's: `auto` is two intervals)."""
     strategy = settings.strategy
     q, per_pod = strategy.quantile, strategy.cpu_aggregate == "maxPerPod"
+    rate_window = queries.duration(settings.rate_window)
+    if statistic is not None:
+        q, per_pod = statistic.percentile / 100, statistic.aggregate == "maxPerPod"
+        if statistic.rate_window != AUTO:
+            # Never under two of the build's steps (its step is no finer than the data).
+            rate_window = max(queries.duration(statistic.rate_window), 2 * queries.duration(settings.step))
     pools: list[Pool] = []
     brackets: dict[object, Bracket] = {}
     members: dict[Container, list[object]] = {}
@@ -86,7 +98,7 @@ def exact_cpu(
     window = queries.duration(settings.window)
     rounds = refine(
         prom, pools, brackets, q=q, window=(end - window, end), step=queries.duration(settings.step),
-        rate_window=queries.duration(settings.rate_window), recorded=settings.cpu_rate_metric,
+        rate_window=rate_window, recorded=settings.cpu_rate_metric,
         budget=settings.max_samples, max_query_bytes=settings.max_query_bytes, pool_executor=pool,
         progress=progress, wanted=wanted,
     )

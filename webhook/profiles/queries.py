@@ -109,9 +109,17 @@ def selector(
     return f"{metric}{{{','.join(matchers)}}}"
 
 
+_META = re.compile(r"([\\.+*?()|\[\]{}^$])")  # Go's regexp.QuoteMeta: what RE2 must see escaped
+
+
 def _literally(values: Sequence[str]) -> str:
-    """A regular expression matching exactly these values."""
-    return "|".join(re.escape(value) for value in sorted(values))
+    """A regular expression matching exactly these values, escaped as Go's `regexp.QuoteMeta` does.
+
+    Python's `re.escape` also escapes `-`, which RE2 reads the same but Prometheus' set matching
+    (`a|b|c` looked up value by value in the index) refuses: every Pod name of every block is then
+    run through the regular expression instead (measured: 3 s against 0.2 s for 26 Pod lists over 7
+    one-day blocks of 6,800 Pods)."""
+    return "|".join(_META.sub(r"\\\1", value) for value in sorted(values))
 
 
 def stat_label(expression: str, stat: str) -> str:

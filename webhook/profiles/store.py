@@ -143,6 +143,8 @@ def _encode_profile(profile: ContainerProfile) -> dict[str, Any]:
         out["startupCpu"] = render_cpu(profile.startup_cpu)
     if profile.startup_seconds is not None:
         out["startupSeconds"] = round(profile.startup_seconds, 1)
+    if profile.cpu_by:
+        out["cpuBy"] = {key: render_cpu(value) for key, value in sorted(profile.cpu_by.items())}
     return out | encode_recorded(profile)
 
 
@@ -155,17 +157,20 @@ def _encode_statistic(ev: Evidence) -> dict[str, Any]:
         out["cpuValue"] = round(ev.cpu_value, 6)
     if ev.cpu_within is not None:
         out["cpuWithin"] = round(ev.cpu_within, 6)
+    if ev.memory_peak is not None:
+        out["memoryPeak"] = round(ev.memory_peak)
     return out
 
 
 def _decode_statistic(ev: Mapping[str, Any], where: str) -> dict[str, Any]:
-    value, within = ev.get("cpuValue"), ev.get("cpuWithin")
+    value, within, peak = ev.get("cpuValue"), ev.get("cpuWithin"), ev.get("memoryPeak")
     return {
         "cpu_aggregate": str(ev.get("cpuAggregate", "pooled")),
         "cpu_step": str(ev.get("cpuStep", "")),
         "cpu_rate_window": str(ev.get("cpuRateWindow", "")),
         "cpu_value": None if value is None else _finite(value, where),
         "cpu_within": None if within is None else _finite(within, where, high=1.0),
+        "memory_peak": None if peak is None else _finite(peak, where),
     }
 
 
@@ -210,6 +215,8 @@ def _decode_profile(data: Any, where: str) -> ContainerProfile:
             evidence=evidence,
             startup_cpu=None if startup_cpu is None else _amount(startup_cpu, where),
             startup_seconds=None if startup_seconds is None else _finite(startup_seconds, where),
+            cpu_by={str(key): _amount(value, where)
+                    for key, value in _mapping(data.get("cpuBy", {}), where).items()},
             **decode_recorded(data),
         )
     except (KeyError, TypeError, ValueError, ArithmeticError, QuantityError, RecordedError) as exc:

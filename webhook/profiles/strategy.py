@@ -289,6 +289,7 @@ def recommend(history: ContainerHistory, *, settings: StrategySettings, window: 
         cpu_rate_window=history.resolution[1],
         cpu_value=round(statistic, 6),
         cpu_within=history.cpu_exact[1] if history.cpu_exact else None,
+        memory_peak=peak,
     )
     return Recommendation(
         cpu=cpu, memory=memory, evidence=evidence, startup_cpu=startup_cpu, startup_seconds=startup_seconds
