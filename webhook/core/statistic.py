@@ -110,10 +110,11 @@ def usage_statistic(reader: _Reader) -> UsageStatistic:
         if bounds is not None:
             numbers = isinstance(bounds, list) and len(bounds) == 2 and all(
                 isinstance(b, int | float) and not isinstance(b, bool) and 0 <= b <= 10 for b in bounds)
-            if not numbers or (margin is not None and not bounds[0] <= margin <= bounds[1]):
+            low, high = (Decimal(str(b)) for b in bounds) if numbers else (Decimal(1), Decimal(0))
+            if not numbers or not low <= (margin if margin is not None else low) <= high:
                 raise PolicyError(f"{memory.path}.marginRange: must be [low, high] around margin, "
                                   f"got {bounds!r}")
-            margin_range = (Decimal(str(bounds[0])), Decimal(str(bounds[1])))
+            margin_range = (low, high)
     return UsageStatistic(statistic, percentiles, margin, margin_range)
 
 

@@ -86,8 +86,9 @@ class Passes:
         ns = shard.namespaces or self.settings.namespaces
         grid = self.settings.cpu_grid()
         memory = queries.memory_stats(ns, span=span, latest=max(300, 2 * self.step), shard=shard)
-        cpu = queries.cpu_stats(ns, span=span, step=self.step, rate_window=self.rate, quantiles=grid,
-                                recorded=self.settings.cpu_rate_metric, shard=shard)
+        cpu = queries.cpu_stats(ns, span=span, step=self.step * self.settings.seed_every(),
+                                rate_window=self.rate, quantiles=grid, recorded=self.settings.cpu_rate_metric,
+                                shard=shard)
         return joined(bounds, self._reduced(memory, hi), self._reduced(cpu, hi), grid=grid)
 
     def _read(
