@@ -106,7 +106,8 @@ class PeerHistory:
                         times = range(begin, min(pod.last, hi - 1) + 1, step)
                         if not times:
                             continue
-                        prefix = f'{family}{{namespace="{wl.namespace}",pod="{pod.name}",container="{container}"}} '
+                        labels = f'namespace="{wl.namespace}",pod="{pod.name}",container="{container}"'
+                        prefix = f"{family}{{{labels}}} "
                         if family == "container_start_time_seconds":
                             started = str(pod.first - step // 2)
                             out.write("".join(f"{prefix}{started} {t}\n" for t in times))

@@ -233,7 +233,8 @@ def _percentiles(values: list[float]) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--keep", type=Path, required=True, help="history directory (made or reused)")
     parser.add_argument("--resolution", type=int, default=60, help="scrape interval, seconds [60]")
     parser.add_argument("--workloads", type=int, default=500)
@@ -255,7 +256,8 @@ def main() -> int:
         samples = backfill_by_day(history, data, start=start, end=end)
         (args.keep / "end").write_text(str(end))
         (args.keep / "meta.json").write_text(json.dumps({
-            "resolution": args.resolution, "days": args.days, "workloads": args.workloads, "samples": samples}))
+            "resolution": args.resolution, "days": args.days, "workloads": args.workloads,
+            "samples": samples}))
         print(f"backfilled {samples:,} samples in {time.monotonic() - began:.0f} s")
     meta = json.loads((args.keep / "meta.json").read_text())
     end = int((args.keep / "end").read_text())
@@ -360,9 +362,10 @@ def compare(data: Path, history: PeerHistory, *, store: Path, krr_out: Path | No
     print(f"\n  per container, KRR's CPU request against pod-tailor's ({len(total)} containers):")
     print(f"    pod-tailor / KRR - 1: {_percentiles(total)}")
     print("    decomposed (each the ratio - 1 of the exact statistics from raw answers):")
-    print(f"      aggregation, max of per-Pod p95 / pooled p95 (same resolution): {_percentiles(aggregation)}")
-    print(f"      window, KRR's {krr_step} s rate at a {krr_step} s step / pod-tailor's {rate_window} s rate at a "
-          f"{step} s step (both max per Pod): {_percentiles(window_d)}")
+    print("      aggregation, max of per-Pod p95 / pooled p95 (same resolution): "
+          f"{_percentiles(aggregation)}")
+    print(f"      window, KRR's {krr_step} s rate at a {krr_step} s step / pod-tailor's {rate_window} s rate "
+          f"at a {step} s step (both max per Pod): {_percentiles(window_d)}")
     print(f"      approximation, KRR's value / its exact statistic: {_percentiles(krr_vs_exact)}")
     median = statistics.median(total) if total else math.nan
     print(f"    median pod-tailor / KRR - 1: {median:+.2%}")

@@ -80,7 +80,9 @@ def test_a_statistic_no_build_counted_keeps_the_stored_one_and_says_so() -> None
     ("annotation", "cpu", "noted"),
     [("99", Decimal("0.8"), False), ("97", Decimal("0.5"), True), ("lots", Decimal("0.5"), True)],
 )
-def test_a_workload_chooses_its_percentile_among_the_policy_s(annotation: str, cpu: Decimal, noted: bool) -> None:
+def test_a_workload_chooses_its_percentile_among_the_policy_s(
+    annotation: str, cpu: Decimal, noted: bool
+) -> None:
     usage = _policy({"cpu": {"percentiles": [99]}})
     sized, notes = for_workload({"app": _profile()}, usage, {CPU_PERCENTILE_ANNOTATION: annotation})
     profile = sized["app"]

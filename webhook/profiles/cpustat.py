@@ -41,7 +41,7 @@ def _estimate(parts: Sequence[SeriesStats], q: float) -> tuple[Bracket | None, t
     if max(quantiles, default=0.0) <= _IDLE:
         return None, values
     spread = max(quantiles) / max(min(quantiles), _IDLE) - 1
-    first = min(max(spread / 3, _FIRST_SPREAD), 0.4)
+    first = min(max(spread / 10, _FIRST_SPREAD), 0.03)  # low thresholds pass many points: costly
     return Bracket(estimate=mixture_quantile(summaries, values, q), spread=first), values
 
 

@@ -40,6 +40,9 @@ _ROUNDS = 8  # rounds of thresholds at most (each one evaluation of the pools st
 # The first round's thresholds by default: 0.9 x TOLERANCE apart around the estimate (an estimate
 # within 1.35 % is settled in one round).
 _FIRST_SPREAD = 0.9 * TOLERANCE
+# Outside every threshold so far: the next ones 3 % apart from the nearest. Never far below the
+# percentile, because only the points above the first threshold go through the bucket arithmetic.
+_SEARCH = 0.03
 
 
 @dataclass
@@ -101,9 +104,12 @@ class Bracket:
             step = self.spread * centre
             first = centre - step * (count - 1) / 2
             return [first + k * step for k in range(count) if first + k * step > 0]
-        if math.isinf(hi):  # every threshold so far was below it: look further up
+        if math.isinf(hi):  # every threshold so far was below it: look further up, 3 % at a time
             base = max(lo, max(self.below), 1e-3)
-            return [base * (1 + 0.5 * (k + 1)) for k in range(count)]
+            return [base * (1 + _SEARCH * (k + 1)) for k in range(count)]
+        if lo <= 0:  # every threshold so far was above it: look further down
+            edges = [hi * (1 - _SEARCH * (count - k)) for k in range(count)]
+            return edges if edges[0] > 0 else [hi * (k + 1) / (count + 1) for k in range(count)]
         centre = self.value(q)
         step = min((hi - lo) / (count + 1), _FIRST_SPREAD * centre)
         first = max(lo + step / 2, min(centre - step * (count - 1) / 2, hi - step * count))
