@@ -95,6 +95,25 @@ class TestTheQosClassIsSaid:
                 id="limit = request for memory only is not Guaranteed",
             ),
             pytest.param(
+                pod(container(requests={"cpu": "500m", "memory": "256Mi"},
+                              limits={"cpu": "1", "memory": "512Mi"})),
+                None,
+                "Burstable",
+                id="requests below their limits are Burstable (kills `>` for `!=` in qos._class)",
+            ),
+            pytest.param(
+                pod(container(requests={"cpu": "0", "memory": "0"})),
+                None,
+                "BestEffort",
+                id="zero quantities count for nothing (kills `>=` for `>` in qos._positive)",
+            ),
+            pytest.param(
+                pod(container(requests={"cpu": "0", "memory": "1Gi"}, limits={"cpu": "1", "memory": "1Gi"})),
+                None,
+                "Burstable",
+                id="an explicit zero request is not its limit (kills treating zero as missing)",
+            ),
+            pytest.param(
                 pod(
                     container(requests={"cpu": "1", "memory": "1Gi"}, limits={"cpu": "1", "memory": "1Gi"}),
                     init=[container("init", ports=())],
@@ -120,6 +139,11 @@ class TestTheQosClassIsSaid:
     def test_the_header_names_the_class_the_pod_will_have(
         self, subject: dict[str, Any], using: Any, expected: str
     ) -> None:
+        """The class GetPodQOS gives the patched Pod.
+
+        Kills (each row's id names its mutant): `>` for `!=` when comparing a request with its limit, `>=`
+        for `>` when skipping zero quantities, and an explicit zero request read as a missing one.
+        """
         _, result = run(subject, **({"using": using} if using is not None else {}))
         assert header(result).endswith(f" qos={expected}")
 

@@ -6,6 +6,8 @@ import copy
 import shutil
 import ssl
 import subprocess
+import time
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +23,12 @@ from tests.server.conftest import (
     corpus_files,
     make_tls_files,
     review_for,
+    running_server,
 )
 from tests.shared import corpus_params, needs_shared
+from webhook.core.profile import Evidence, Recommendation
+from webhook.core.snapshot import ProfileSnapshot
+from webhook.core.workload import WorkloadKey
 
 
 class TestEveryCorpusReview:
@@ -211,3 +217,26 @@ class TestLogs:
         assert line["workload"] == "shop/Deployment/guestbook-ui"
         assert line["outcome"] == "patched"
         assert "s3cr3t-value" not in JsonFormatter().format(records[0])
+
+
+class TestTheVerdictCacheThroughTheServer:
+    def test_a_swapped_profile_snapshot_changes_the_next_replicas_answer(self, tmp_path: Path) -> None:
+        """Two replicas fill the cache; a profile swap must reach the third.
+
+        Kills: dropping the profile snapshot from the verdict cache's key (`cache.VerdictCache.key`
+        comparing only the cluster snapshot), which answered the third replica with the policy's 100m.
+        """
+        key = WorkloadKey("shop", "Deployment", "guestbook-ui")
+        evidence = Evidence("14d", 4032, 336.0, 95.0, 0.15, 0.9)
+        measured = {"guestbook-ui": Recommendation(Decimal("0.321"), Decimal(300 * 2**20), evidence)}
+        with running_server(tmp_path) as running:
+
+            def cpu_request(uid: str) -> object:
+                ops = patch_of(answer_of(running.mutate(review_for(namespace="shop", uid=uid)), uid))
+                patched = jsonpatch.apply_patch(review_for(namespace="shop")["request"]["object"], ops)
+                return patched["spec"]["containers"][0]["resources"]["requests"]["cpu"]
+
+            assert cpu_request("one") == cpu_request("two") == "100m"  # the second from the cache
+            assert metric(running, "pod_tailor_verdict_cache_lookups_total", result="hit") == 1
+            running.state.swap_profiles(ProfileSnapshot({key: measured}, taken_at=time.time(), source="test"))
+            assert cpu_request("three") == "321m"

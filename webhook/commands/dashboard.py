@@ -21,8 +21,10 @@ from webhook.commands.options import (
     prometheus_connection,
     store_from,
 )
+from webhook.commands.parser import typed
+from webhook.config import values
 from webhook.config.policies import load_policy_file
-from webhook.core.policy import PolicyError
+from webhook.core.policy import PolicySet
 from webhook.dashboard.fleet import FleetConfig, FleetKeeper, load_fleet
 from webhook.profiles.prometheus import Prometheus
 from webhook.profiles.store import StoreError
@@ -38,10 +40,10 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on [127.0.0.1]")
-    parser.add_argument("--port", type=int, default=8080, help="port [8080]")
+    parser.add_argument("--port", type=typed(values.port), default=8080, help="port [8080]")
     parser.add_argument(
         "--refresh-seconds",
-        type=float,
+        type=typed(values.seconds),
         default=60.0,
         help="how often the cluster and the store are read again [60]",
     )
@@ -66,10 +68,13 @@ def register(subparsers: Any) -> None:
         default="pod-tailor-policy",
         help="the policy ConfigMap in --store-namespace [pod-tailor-policy]",
     )
-    parser.add_argument("--dry-run-window", default="24h", help="window of the dry-run counts [24h]")
+    parser.add_argument(
+        "--dry-run-window", type=typed(values.duration), default="24h",
+        help="window of the dry-run counts [24h]",
+    )
     add_prometheus_options(parser)
     add_store_options(parser)
-    parser.set_defaults(func=_main)
+    parser.set_defaults(func=_main, configure=_configure)
 
 
 def _prometheus(args: argparse.Namespace) -> Callable[[], Prometheus] | None:
@@ -80,16 +85,28 @@ def _prometheus(args: argparse.Namespace) -> Callable[[], Prometheus] | None:
     return dataclasses.replace(connection, timeout=min(connection.timeout, 30.0)).open
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Configured:
+    policies: PolicySet | None
+    prometheus: Callable[[], Prometheus] | None
+
+
+def _configure(args: argparse.Namespace) -> _Configured:
+    """Options and variables read, the policy file parsed; nothing contacted (--check-config stops here)."""
+    policies = load_policy_file(args.policy_file) if args.policy_file else None
+    return _Configured(policies, _prometheus(args))
+
+
 def _main(args: argparse.Namespace) -> int:
     import uvicorn
 
     from webhook.dashboard.app import create_dashboard
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    configured = _configure(args)
     try:
         store = store_from(args)
-        policies = load_policy_file(args.policy_file) if args.policy_file else None
-    except (StoreError, PolicyError) as exc:
+    except StoreError as exc:
         print(f"pod-tailor dashboard: {exc}", file=sys.stderr)
         return 1
     config = FleetConfig(
@@ -99,8 +116,8 @@ def _main(args: argparse.Namespace) -> int:
         all_namespaces=args.all_namespaces,
         own_namespace=args.store_namespace,
         policy_configmap=args.policy_configmap,
-        policies=policies,
-        prometheus=_prometheus(args),
+        policies=configured.policies,
+        prometheus=configured.prometheus,
         dry_run_window=args.dry_run_window,
     )
     keeper = FleetKeeper(lambda: load_fleet(config), interval=args.refresh_seconds)

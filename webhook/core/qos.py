@@ -23,26 +23,32 @@ _COUNTED = ("cpu", "memory")
 
 
 def _values(section: object) -> dict[str, Decimal]:
+    """The readable cpu and memory quantities of a requests or limits section, zero ones included."""
     found: dict[str, Decimal] = {}
     for name in _COUNTED:
         raw = section.get(name) if isinstance(section, dict) else None
         if raw is None:
             continue
         try:
-            value = parse(raw)
+            found[name] = parse(raw)
         except QuantityError:
             continue
-        if value > 0:  # GetPodQOS skips zero quantities
-            found[name] = value
     return found
+
+
+def _positive(values: dict[str, Decimal]) -> dict[str, Decimal]:
+    return {name: value for name, value in values.items() if value > 0}  # GetPodQOS skips zeros
 
 
 def _class(parts: Iterable[tuple[dict[str, Decimal], dict[str, Decimal]]]) -> str:
     any_value, guaranteed = False, True
     for requests, limits in parts:
-        any_value = any_value or bool(requests) or bool(limits)
-        if set(limits) != set(_COUNTED) or any(
-            requests.get(name, limits[name]) != limits[name] for name in _COUNTED
+        # A missing request is its limit (the API server defaults it); an explicit zero one stays zero.
+        counted_requests, counted_limits = _positive(limits | requests), _positive(limits)
+        any_value = any_value or bool(counted_requests) or bool(counted_limits)
+        # Requests never exceed limits in a valid Pod, so GetPodQOS's equal sums are equal parts.
+        if set(counted_limits) != set(_COUNTED) or any(
+            counted_requests.get(name) != counted_limits[name] for name in _COUNTED
         ):
             guaranteed = False
     if not any_value:
@@ -54,7 +60,7 @@ def qos_class(pod: Mapping[str, Any], injections: Iterable[Injection]) -> str:
     """The class of `pod` with `injections` (requests.X / limits.X values) applied."""
     pod_level = pod["spec"].get("resources")
     if isinstance(pod_level, dict) and (
-        _values(pod_level.get("requests")) or _values(pod_level.get("limits"))
+        _positive(_values(pod_level.get("requests"))) or _positive(_values(pod_level.get("limits")))
     ):
         return _class([(_values(pod_level.get("requests")), _values(pod_level.get("limits")))])
     added: dict[tuple[str, str], dict[str, Decimal]] = {}
