@@ -20,7 +20,7 @@ import math
 import random
 import zlib
 from dataclasses import dataclass, field
-from typing import IO
+from typing import IO, Any
 
 from profiles import DAY, MIB, _memory_value, _pods  # bench/profiles.py
 
@@ -166,7 +166,7 @@ class PeerHistory:
                 written += len(found)
         return written
 
-    def deployments(self) -> list[dict[str, object]]:
+    def deployments(self) -> list[dict[str, Any]]:
         """The Deployments as the API server would list them (for KRR's discovery)."""
         names = self.container_names()
         out = []

@@ -37,6 +37,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "profiles"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -203,7 +204,7 @@ def statistics_of(points: dict[str, list[float]], q: float) -> tuple[float, floa
 # --------------------------------------------------------------------------- main
 
 
-def _pod_tailor(store: Path) -> dict[tuple[str, str, str], dict[str, object]]:
+def _pod_tailor(store: Path) -> dict[tuple[str, str, str], dict[str, Any]]:
     document = json.loads(store.read_text())
     out = {}
     for key, entry in document["workloads"].items():
@@ -253,7 +254,7 @@ def main() -> int:
         history = PeerHistory.build(workloads=args.workloads, containers=3, replicas=3, start=start, end=end,
                                     step=args.resolution)
         began = time.monotonic()
-        samples = backfill_by_day(history, data, start=start, end=end)
+        samples = backfill_by_day(history, data, start=start, end=end)  # type: ignore[arg-type]
         (args.keep / "end").write_text(str(end))
         (args.keep / "meta.json").write_text(json.dumps({
             "resolution": args.resolution, "days": args.days, "workloads": args.workloads,
@@ -329,7 +330,7 @@ def compare(data: Path, history: PeerHistory, *, store: Path, krr_out: Path | No
         took = time.monotonic() - began
     finally:
         server.stop()
-    exact_error, rounded_error = [], []
+    exact_error: list[float] = []
     for key, profile in ours.items():
         if key not in points:
             continue
@@ -342,7 +343,6 @@ def compare(data: Path, history: PeerHistory, *, store: Path, krr_out: Path | No
           f"{rate_window} s; {took:.0f} s to read them):")
     print(f"    {_percentiles(exact_error)}; largest {max(map(abs, exact_error), default=0):.2%} "
           f"(goal: median within 1 %, p10/p90 within 2 %; bracketed within {TOLERANCE:.1%})")
-    del rounded_error
     if krr_out is None:
         return
     theirs = _krr(krr_out)
