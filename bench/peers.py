@@ -313,6 +313,25 @@ def main() -> int:
     return 0
 
 
+def defaults(points: dict[tuple[str, str, str], dict[str, list[float]]], q: float) -> None:
+    """What each aggregate does on this fleet: the requests it adds up to, and the throttling exposure
+    of each container's busiest Pod (its share of points above the request)."""
+    sums = {"pooled": 0.0, "maxPerPod": 0.0}
+    exposure: dict[str, list[float]] = {"pooled": [], "maxPerPod": []}
+    for per_pod in points.values():
+        pooled, largest = statistics_of(per_pod, q)
+        for name, request in (("pooled", pooled), ("maxPerPod", largest)):
+            sums[name] += request
+            exposure[name].append(max(sum(v > request for v in values) / len(values)
+                                      for values in per_pod.values() if values))
+    print(f"\n  the defaults on this fleet ({len(points)} containers, p{q * 100:g}):")
+    for name in sums:
+        ordered = sorted(exposure[name])
+        middle, high = ordered[len(ordered) // 2], ordered[int(0.9 * (len(ordered) - 1))]
+        print(f"    {name:9}: requests add up to {sums[name]:.1f} cores; the busiest Pod's points above its "
+              f"request: median {middle:.1%}, p90 {high:.1%}")
+
+
 def compare(data: Path, history: PeerHistory, *, store: Path, krr_out: Path | None, end: int, window: int,
             krr_step: int) -> None:
     ours = _pod_tailor(store)
@@ -343,6 +362,7 @@ def compare(data: Path, history: PeerHistory, *, store: Path, krr_out: Path | No
           f"{rate_window} s; {took:.0f} s to read them):")
     print(f"    {_percentiles(exact_error)}; largest {max(map(abs, exact_error), default=0):.2%} "
           f"(goal: median within 1 %, p10/p90 within 2 %; bracketed within {TOLERANCE:.1%})")
+    defaults(points, q)
     if krr_out is None:
         return
     theirs = _krr(krr_out)
