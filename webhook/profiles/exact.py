@@ -220,7 +220,7 @@ def refine(
             (span, batch)
             for span in spans
             for batch in _batches(branches, edges, base=base, span=span, step=step, rate_window=rate_window,
-                                  recorded=recorded, max_bytes=max_query_bytes,
+                                  recorded=recorded, max_bytes=max_query_bytes, budget=budget,
                                   sizes={k for k, b in brackets.items() if b.total <= 0})
         ]
         futures = [pool_executor.submit(prom.instant, text, at=span[1]) for span, (text, _) in texts]
@@ -254,7 +254,7 @@ def _branches(
 ) -> list[tuple[object, tuple[SeriesId, ...]]]:
     """(pool key, series) per branch: a pool's series in groups whose points fit the budget (the
     counts of a pool's branches add up)."""
-    per_branch = max(1, budget // max(1, span_points))
+    per_branch = max(1, budget // max(1, 2 * span_points))
     out: list[tuple[object, tuple[SeriesId, ...]]] = []
     for pool in pools:
         asked = sorted(set(pool.series))
@@ -266,22 +266,26 @@ def _branches(
 def _batches(
     branches: Sequence[tuple[object, tuple[SeriesId, ...]]], edges: Mapping[object, Sequence[float]], *,
     base: int, span: tuple[float, float], step: int, rate_window: int, recorded: str | None, max_bytes: int,
-    sizes: set[object],
+    sizes: set[object], budget: int,
 ) -> Iterable[tuple[str, dict[str, object]]]:
-    """Queries of union'd branches, each under `max_bytes` of text; with the branch -> pool map."""
+    """Queries of union'd branches, each under `max_bytes` of text and `budget` points (Prometheus
+    counts a query's subquery points together until it ends); with the branch -> pool map."""
     width = round(span[1] - span[0])
+    steps = max(1, width // step)
     parts: list[str] = []
     keys: dict[str, object] = {}
-    size = 0
+    size = points = 0
     for index, (key, series) in enumerate(branches):
         text = _branch(index, series, edges[key], base=base, span=width, step=step, rate_window=rate_window,
                        recorded=recorded, size=key in sizes)
-        if parts and size + len(text) + 6 > max_bytes:
+        cost = len(series) * steps * (2 if key in sizes else 1)
+        if parts and (size + len(text) + 6 > max_bytes or points + cost > budget):
             yield " or ".join(parts), keys
-            parts, keys, size = [], {}, 0
+            parts, keys, size, points = [], {}, 0, 0
         parts.append(text)
         keys[str(index)] = key
         size += len(text) + 4
+        points += cost
     if parts:
         yield " or ".join(parts), keys
 

@@ -9,7 +9,9 @@ Pod-name class. So with enough Pods (kube-state-metrics' count, asked already by
 the Pod names of the last hour's memory series, an index lookup: +20 MiB and 0.2 s at that scale)
 the median reads one class of Pod names (`shards.Shard`), as many Pods as a few dozen per class; a
 class that comes back empty is asked again whole. cAdvisor's series are all scraped from the
-kubelets at one interval, so any sizable share of them gives the same median.
+kubelets at one interval, so any sizable share of them gives the same median. (The statistic is now
+the 90th percentile of samples per series by namespace, not the median: a series that lived the
+whole hour, which a share of Pods started within it cannot pull down; the name stayed.)
 """
 
 from __future__ import annotations
