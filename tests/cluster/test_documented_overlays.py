@@ -156,6 +156,7 @@ class TestEachDocumentedOverlay:
             result = check_config(container, objects)
             assert result.code == 0, (container["name"], result.err)
             assert result.out.endswith("configuration OK\n"), result.out
+            assert result.err == "", result.err  # not even a renamed option's note
 
     def test_every_container_that_reads_prometheus_reads_the_overlays_url(
         self, checkout: Checkout, overlay: Overlay

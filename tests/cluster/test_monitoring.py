@@ -18,6 +18,7 @@ import yaml
 from prometheus_client import REGISTRY, CollectorRegistry
 
 import webhook.cluster.metrics  # noqa: F401 (registers the watch metrics in the process-wide registry)
+from tests.tools import require_programs
 from webhook.config.settings import Settings
 from webhook.controllers.boostmetrics import BoostMetrics
 from webhook.profiles.buildmetrics import BuildMetrics
@@ -136,9 +137,7 @@ class TestEveryQueryReadsARealMetric:
 
 @pytest.fixture(scope="module")
 def promtool() -> str:
-    found = shutil.which("promtool")
-    if found is None:
-        pytest.fail("promtool not installed (scripts/test installs Debian's prometheus package)")
+    (found,) = require_programs("promtool", package="prometheus")
     return found
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kubefake import FakeKube
@@ -149,3 +150,40 @@ class TestWhatCountsAsAChange:
         after_list = changes.calls
         served.delete("verticalpodautoscalers", "web", namespace="shop")
         wait_until(lambda: changes.calls == after_list + 1, what="a rebuild for the delete")
+
+
+class TestStopping:
+    """A stop must end the API server's watch at once, whenever it lands (the refresher's shutdown race)."""
+
+    @pytest.fixture
+    def api(self, kubeconfig: Path) -> client.ApiClient:
+        configuration = client.Configuration()
+        config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=str(kubeconfig), client_configuration=configuration
+        )
+        return client.ApiClient(configuration)
+
+    def test_a_stop_while_the_watch_request_is_on_its_way_closes_that_watch(
+        self, kube: FakeKube, api: client.ApiClient
+    ) -> None:
+        """The stop lands after the list, before the watch's stream is known to `close()`.
+
+        Kills: giving the unread stream back to the connection pool (`release_conn()` without
+        `close()`), which kept the API server's watch open until its timeout (300 s by default).
+        """
+        stop = threading.Event()
+        core = client.CoreV1Api(api)
+
+        def list_call(**options: Any) -> object:
+            response = core.list_namespace(**options)
+            if options.get("watch"):
+                stop.set()  # as ClusterRefresher.stop() does, while this thread waits for the answer
+                watched.close()
+            return response
+
+        watched = Watched("namespaces", list_call, on_change=lambda: None, stop=stop)
+        thread = threading.Thread(target=watched.run, daemon=True)
+        thread.start()
+        thread.join(10)
+        assert not thread.is_alive()
+        wait_until(lambda: kube.open_watches() == 0, timeout=5, what="the abandoned watch to close")

@@ -15,6 +15,7 @@ from webhook.config.policies import bundled_policies
 from webhook.core.engine import decide
 from webhook.core.pod import INJECTED_ANNOTATION
 from webhook.core.snapshot import EMPTY_PROFILES, ClusterSnapshot
+from webhook.profiles.store import FileStore, ProfileDocument
 
 MANIFESTS = manifest_files()
 REVIEW = CORPUS / "reviews" / "microservices-demo__Deployment__frontend.json"
@@ -32,7 +33,9 @@ WORKLOAD_KINDS = {
 
 @pytest.fixture(autouse=True)
 def _no_profiles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("POD_TAILOR_PROFILES", str(tmp_path / "absent.json"))
+    """An empty store of the test's own (a missing default store would add a warning to stderr)."""
+    FileStore(tmp_path / "empty.json").write(ProfileDocument({}, 0.0, "no profiles"))
+    monkeypatch.setenv("POD_TAILOR_PROFILES", str(tmp_path / "empty.json"))
 
 
 def preview(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -135,7 +138,7 @@ def test_namespace_labels_choose_the_mode_and_policy(
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ("kind: [", "not valid YAML or JSON"),
+        ("kind: [", "input.yaml:1:8: expected the node content, but found '<stream end>'"),
         (
             "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n",
             "no Pod or pod template found (unsupported kind: Service)",
@@ -145,8 +148,8 @@ def test_namespace_labels_choose_the_mode_and_policy(
             "Deployment d has no pod template",
         ),
         ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n", "Pod p has no spec"),
-        ("- 1\n- 2\n", "expected an object, got list"),
-        ("", "no objects in input"),
+        ("- 1\n- 2\n", "input.yaml:1: a list, not an object (apiVersion, kind, metadata)"),
+        ("", "input.yaml: no objects in input"),
     ],
 )
 def test_bad_input_gets_a_one_line_error_and_a_nonzero_exit(
@@ -164,4 +167,4 @@ def test_bad_input_gets_a_one_line_error_and_a_nonzero_exit(
 def test_a_missing_file_is_reported(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, _, err = preview(capsys, "-f", str(tmp_path / "nope.yaml"))
     assert code == 2
-    assert "No such file" in err
+    assert err == f"pod-tailor preview: {tmp_path / 'nope.yaml'}: no such file\n"

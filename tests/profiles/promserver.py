@@ -7,13 +7,14 @@ directory, so the blocks are loaded at start-up and lie entirely before the (emp
 
 from __future__ import annotations
 
-import shutil
 import socket
 import subprocess
 import time
 from pathlib import Path
 
 import httpx
+
+from tests.tools import require_programs
 
 # A remote-read endpoint that refuses connections, consulted only for selectors with
 # namespace="partial": queries for that namespace get real "partial data" warnings from Prometheus.
@@ -37,10 +38,7 @@ def free_port() -> int:
 
 
 def require_binaries() -> None:
-    missing = [name for name in ("prometheus", "promtool") if shutil.which(name) is None]
-    if missing:
-        names = " and ".join(missing)
-        raise RuntimeError(f"{names} not installed (scripts/test installs Debian's prometheus)")
+    require_programs("prometheus", "promtool", package="prometheus")
 
 
 def backfill(openmetrics: Path, data_dir: Path) -> float:

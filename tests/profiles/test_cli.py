@@ -85,6 +85,9 @@ def test_a_bad_duration_is_refused_by_name(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str, value: str
 ) -> None:
     store = str(tmp_path / "p.json")
-    args = ["profiles", "build", "--prometheus", "http://127.0.0.1:9", "--store", store, option, value]
-    assert main(args) == 1
-    assert f"not a duration: {value!r}" in capsys.readouterr().err
+    args = ["profiles", "build", "--prometheus-url", "http://127.0.0.1:9", "--profiles-path", store,
+            option, value]
+    with pytest.raises(SystemExit) as exited:
+        main(args)
+    assert exited.value.code == 2
+    assert f"{option}: not a duration: {value!r}" in capsys.readouterr().err

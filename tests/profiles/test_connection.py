@@ -211,7 +211,7 @@ class TestOptionsAndVariables:
         self, capsys: pytest.CaptureFixture[str]
     ) -> None:
         wrong = ["--prometheus-url", "https://p.example", "--prometheus-cert-file", "/c"]
-        assert main(["recommend", *wrong]) == 1
+        assert main(["recommend", *wrong]) == 2  # bad settings: nothing started
         assert "--prometheus-cert-file and --prometheus-key-file go together" in capsys.readouterr().err
 
     def test_serve_refuses_bad_connection_settings_at_start(self) -> None:

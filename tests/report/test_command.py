@@ -144,19 +144,26 @@ class TestExitCodes:
         self, capsys: pytest.CaptureFixture[str], manifests: Path
     ) -> None:
         code, out, err = run(capsys, "-f", str(manifests), "-o", "xml")
-        assert (code, out) == (1, "")
-        assert "unknown output format 'xml': use one of table, wide, json, yaml, csv, html" in err
+        assert (code, out) == (2, "")
+        assert err == "pod-tailor report: --output xml: use one of table, wide, json, yaml, csv, html\n"
 
-    def test_nothing_readable_is_exit_1_with_each_reason(
+    def test_nothing_readable_is_exit_1_with_the_position_of_each_reason(
         self, capsys: pytest.CaptureFixture[str], tmp_path: Path
     ) -> None:
         broken = tmp_path / "broken.yaml"
-        broken.write_text("kind: [")
-        code, out, err = run(capsys, "-f", str(broken), "-f", str(tmp_path / "absent.yaml"))
+        broken.write_text("apiVersion: v1\nkind: [")
+        code, out, err = run(capsys, "-f", str(broken))
         assert (code, out) == (1, "")
-        assert "broken.yaml: not valid YAML or JSON" in err
-        assert "absent.yaml: no such file or directory" in err
+        assert f"{broken}:2:8: expected the node content, but found '<stream end>'" in err
+        assert "close it" in err
         assert "nothing to report" in err
+
+    def test_a_file_named_with_f_that_is_missing_is_exit_2_before_anything_is_read(
+        self, capsys: pytest.CaptureFixture[str], manifests: Path, tmp_path: Path
+    ) -> None:
+        code, out, err = run(capsys, "-f", str(manifests), "-f", str(tmp_path / "absent.yaml"))
+        assert (code, out) == (2, "")
+        assert err == f"pod-tailor report: -f {tmp_path / 'absent.yaml'}: no such file or directory\n"
 
     def test_an_unreadable_file_among_good_ones_is_named_and_the_rest_reported(
         self, capsys: pytest.CaptureFixture[str], manifests: Path, tmp_path: Path
@@ -166,7 +173,7 @@ class TestExitCodes:
         code, out, err = run(capsys, "-f", str(manifests), "-f", str(broken), "-o", "json")
         assert code == 0
         assert len(json.loads(out)["workloads"]) == 2
-        assert "broken.yaml: not valid YAML or JSON" in err
+        assert f"{broken}:1:8: expected the node content" in err
 
     def test_an_unreadable_store_is_named_and_every_value_comes_from_the_policy(
         self, capsys: pytest.CaptureFixture[str], manifests: Path, tmp_path: Path
@@ -178,11 +185,11 @@ class TestExitCodes:
         assert f"profile store {store}: not valid JSON" in err
         assert "every value from the policy" in json.loads(out)["problems"][0]
 
-    def test_an_invalid_policy_file_is_exit_1_naming_the_field(
+    def test_an_invalid_policy_file_is_exit_2_naming_the_field(
         self, capsys: pytest.CaptureFixture[str], manifests: Path, tmp_path: Path
     ) -> None:
         policy = tmp_path / "policy.yaml"
         policy.write_text("policies:\n  default:\n    resources:\n      cpu:\n        limit: max\n")
         code, _, err = run(capsys, "-f", str(manifests), "--policy-file", str(policy))
-        assert code == 1
+        assert code == 2
         assert "policies.default.resources.cpu.limit" in err

@@ -15,7 +15,7 @@ import orjson
 import pytest
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from webhook.admission import VerdictCache, admit
@@ -91,12 +91,12 @@ class TestSettings:
     @pytest.mark.parametrize(
         ("argv", "env", "message"),
         [
-            (["--port", "http"], {}, "--port"),
-            ([], {"POD_TAILOR_PORT": "70000"}, "port 70000"),
+            ([], {"POD_TAILOR_PORT": "http"}, "POD_TAILOR_PORT: 'http' is not a whole number"),
+            ([], {"POD_TAILOR_PORT": "70000"}, "POD_TAILOR_PORT: 70000 is not a port: use 1 to 65535"),
             ([], {"POD_TAILOR_DEFAULT_MODE": "enforcing"}, "POD_TAILOR_DEFAULT_MODE"),
             (["--cert-file", "tls.crt"], {}, "together"),
             (["--log-level", "loud"], {}, "log_level"),
-            ([], {"POD_TAILOR_CERT_RELOAD_SECONDS": "0"}, "positive"),
+            ([], {"POD_TAILOR_CERT_RELOAD_SECONDS": "0"}, "0 seconds: use a number of seconds above 0"),
         ],
     )
     def test_an_unusable_value_is_refused_naming_where_it_came_from(
@@ -104,6 +104,13 @@ class TestSettings:
     ) -> None:
         with pytest.raises(SettingsError, match=re.escape(message)):
             self.parse(*argv, env=env)
+
+    def test_an_unusable_option_is_refused_by_the_parser_with_the_same_rule(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        with pytest.raises(SystemExit):
+            self.parse("--port", "70000")
+        assert "--port: 70000 is not a port: use 1 to 65535" in capsys.readouterr().err
 
     def test_settings_are_frozen(self) -> None:
         with pytest.raises(AttributeError):
@@ -191,6 +198,61 @@ class TestPatchCheck:
         with pytest.raises(PatchError):
             check_patch(self.POD, ops)
 
+
+# Small documents and op sequences for the differential property below: member names that need
+# escaping, list indices in and past range, pointers through values earlier ops added.
+_TOKENS = st.sampled_from(["a", "b", "a/b", "m~n", "0", "1", "-"])
+_VALUES = st.recursive(
+    st.integers(0, 3) | st.just("v"),
+    lambda inner: st.dictionaries(_TOKENS, inner, max_size=3) | st.lists(inner, max_size=3),
+    max_leaves=6,
+)
+
+
+def _pointer(tokens: list[str]) -> str:
+    return "".join("/" + token.replace("~", "~0").replace("/", "~1") for token in tokens)
+
+
+_OPS = st.lists(
+    st.fixed_dictionaries(
+        {"op": st.sampled_from(["add", "add", "replace", "replace", "remove", "test"]),
+         "path": st.lists(_TOKENS, min_size=1, max_size=3).map(_pointer), "value": _VALUES},
+    ),
+    min_size=1, max_size=6,
+)
+
+
+def _applies(document: Any, ops: list[dict[str, Any]]) -> bool:
+    try:
+        jsonpatch.apply_patch(orjson.loads(orjson.dumps(document)), ops)
+    except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException):
+        return False
+    return True
+
+
+class TestPatchCheckAgreesWithJsonpatch:
+    @settings(max_examples=600, deadline=None, derandomize=True)
+    @given(document=st.dictionaries(_TOKENS, _VALUES, max_size=4), ops=_OPS)
+    @example(document={"a": {}}, ops=[{"op": "add", "path": "/a/b", "value": 1},
+                                      {"op": "add", "path": "/a", "value": {}},
+                                      {"op": "replace", "path": "/a/b", "value": 2}])
+    def test_the_check_refuses_exactly_the_patches_jsonpatch_cannot_apply(
+        self, document: dict[str, Any], ops: list[dict[str, Any]]
+    ) -> None:
+        """The pointer walk (`check_patch` for add/replace) judges as the real application does.
+
+        Kills the mutants of patchcheck.py that a table of hand-picked patches let live: escaping
+        (`~0`, `~1`), list bounds (`<` for `<=`), which earlier op's value a pointer goes through, the
+        replace-of-a-missing-member rule, and the shared-parent memo. Its first find, the example: a
+        value an op added below a member a later op replaced was still taken as there.
+        """
+        try:
+            check_patch(document, ops)
+        except PatchError:
+            refused = True
+        else:
+            refused = False
+        assert refused is not _applies(document, ops), (document, ops)
 
 class TestVerdictCache:
     """Replicas of one template are decided once, and never from an old snapshot."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import shutil
 import ssl
 import subprocess
 import time
@@ -26,6 +25,7 @@ from tests.server.conftest import (
     running_server,
 )
 from tests.shared import corpus_params, needs_shared
+from tests.tools import require_programs
 from webhook.core.profile import Evidence, Recommendation
 from webhook.core.snapshot import ProfileSnapshot
 from webhook.core.workload import WorkloadKey
@@ -181,9 +181,7 @@ class TestProbesAndMetrics:
         assert metric(server, "pod_tailor_snapshot_age_seconds", snapshot="cluster") == 0
 
     def test_metrics_pass_prometheus_own_lint(self, server: RunningServer) -> None:
-        promtool = shutil.which("promtool")
-        if promtool is None:
-            pytest.skip("promtool is not installed (scripts/test installs Debian's prometheus)")
+        (promtool,) = require_programs("promtool", package="prometheus")
         server.mutate(review_for(namespace="shop"))
         text = server.default_client.get("/metrics").text
         checked = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True,

@@ -94,7 +94,12 @@ def check_patch(pod: Mapping[str, Any], ops: Sequence[Mapping[str, Any]]) -> Non
             return _full_check(pod, ops)  # list inserts shift indices; let jsonpatch judge
         if not isinstance(parent, dict):
             raise PatchError(f"{op['path']}: the parent does not exist")
-        if kind == "replace" and tokens not in added and tokens[-1] not in parent:
+        exists = tokens in added or tokens[-1] in parent
+        if kind == "replace" and not exists:
             raise PatchError(f"{op['path']}: replace of a member that does not exist")
+        if exists:  # what earlier ops added below the value this op replaces is gone with it
+            depth = len(tokens)
+            for path in [path for path in added if len(path) > depth and path[:depth] == tokens]:
+                del added[path]
         added[tokens] = op["value"]
     return None

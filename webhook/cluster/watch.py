@@ -219,14 +219,17 @@ class Watched:
         }
         response = self._call(**options)
         self._response = response
-        if self._stop.is_set():  # `close()` ran before the stream existed
-            response.release_conn()
-            return
         try:
+            if self._stop.is_set():  # `close()` ran before the stream existed
+                return
             self._set_connected(True)
             self._consume(response)
         finally:
             self._response = None
+            # Closed, not only released: a stream never read (stopped before `close()` could see it)
+            # would go back to the pool still open, and the API server would keep the watch open
+            # until its timeout (the refresher's shutdown race).
+            response.close()
             response.release_conn()
 
     def _consume(self, lines: Iterable[bytes]) -> None:

@@ -16,8 +16,8 @@ import sys
 from collections.abc import Sequence
 
 from webhook import __version__
-from webhook.commands.failures import BAD_INPUT, one_line, silence_stdout
-from webhook.commands.parser import OneLineParser
+from webhook.commands.failures import BAD_INPUT, USAGE, one_line, silence_stdout
+from webhook.commands.parser import OneLineParser, order_groups
 
 __all__ = ["build_parser", "main"]
 
@@ -33,7 +33,6 @@ COMMANDS = (
     "webhook.commands.dashboard",
     "webhook.commands.boost_controller",
 )
-USAGE = 2  # bad options, variables or input files: nothing was started
 PIPE_CLOSED = 141  # what a shell shows for a process ended by SIGPIPE (`pod-tailor ... | head`)
 
 
@@ -59,8 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _exact_options(parser: argparse.ArgumentParser) -> None:
     """No abbreviated options: `--prometheus-password SECRET` must fail, not become the password *file*
-    (whose name an error message would then show)."""
+    (whose name an error message would then show). The option groups in one order in every verb."""
     parser.allow_abbrev = False
+    order_groups(parser)
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for sub in action.choices.values():

@@ -13,6 +13,10 @@ import sys
 import threading
 from typing import Any
 
+from webhook.commands.failures import quiet_http_clients
+from webhook.commands.options import add_cluster_options
+from webhook.commands.parser import group, typed
+from webhook.config import values
 from webhook.controllers.boost import BoostController
 from webhook.controllers.boostmetrics import BoostMetrics
 from webhook.controllers.leader import LeaderElector, LeaseConfig, followers, identity
@@ -27,13 +31,17 @@ def register(subparsers: Any) -> None:
         description="Watches Pods labelled pod-tailor.io/boosted=true and resizes each back to the steady "
         "CPU in its pod-tailor.io/boost record once it is Ready (or its time is up).",
     )
-    command.add_argument("--kubeconfig", help="kubeconfig (default: in-cluster, $KUBECONFIG, ~/.kube/config)")
-    command.add_argument("--tick", type=float, default=1.0, help="seconds between passes over the Pods [1]")
     command.add_argument(
-        "--metrics-port", type=int, default=0, help="serve /metrics over HTTP on this port [0: not at all]"
+        "--tick", type=typed(values.seconds), default=1.0, help="seconds between passes over the Pods [1]"
     )
-    command.add_argument("--metrics-host", default="0.0.0.0", help="address for --metrics-port [0.0.0.0]")
-    election = command.add_argument_group("leader election (several replicas, one resizes)")
+    add_cluster_options(command)
+    served = group(command, "server")
+    served.add_argument(
+        "--metrics-port", type=typed(values.port_or_off), default=0,
+        help="serve /metrics over HTTP on this port [0: not at all]",
+    )
+    served.add_argument("--metrics-host", default="0.0.0.0", help="address for --metrics-port [0.0.0.0]")
+    election = group(command, "leader election", "several replicas, one resizes")
     election.add_argument(
         "--leader-elect", action=argparse.BooleanOptionalAction, default=False,
         help="resize only while holding a coordination.k8s.io Lease [off]",
@@ -49,6 +57,7 @@ def _main(args: argparse.Namespace) -> int:
     from webhook.cluster.config import discover
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    quiet_http_clients()
     found = discover(kubeconfig=args.kubeconfig)
     if found.config is None:
         print(f"pod-tailor boost-controller: no Kubernetes API: {found.reason}", file=sys.stderr)

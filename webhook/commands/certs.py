@@ -12,6 +12,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from webhook.commands.parser import old_name, typed
+from webhook.config import values
 from webhook.server.certs import service_dns_names
 from webhook.server.selfsigned import write_certificates
 
@@ -22,13 +24,13 @@ def _main(args: argparse.Namespace) -> int:
     written = write_certificates(
         args.out,
         service=args.service,
-        namespace=args.namespace,
+        namespace=args.pod_tailor_namespace,
         secret=args.secret,
         webhook_configuration=args.webhook_configuration,
         webhooks=tuple(args.webhook or ("pods.pod-tailor.io",)),
         days=args.days,
     )
-    names = ", ".join(service_dns_names(args.service, args.namespace)[2:])
+    names = ", ".join(service_dns_names(args.service, args.pod_tailor_namespace)[2:])
     print(f"pod-tailor certs: serving certificate for {names}, valid {args.days} days")
     for label, path in written.items():
         print(f"  {label:<14} {path}")
@@ -46,7 +48,11 @@ def register(subparsers: Any) -> None:
         "--out", type=Path, default=Path("manifests/overlays/self-signed/generated"), help="output directory"
     )
     parser.add_argument("--service", default="pod-tailor", help="webhook Service name [pod-tailor]")
-    parser.add_argument("--namespace", default="pod-tailor", help="pod-tailor's namespace [pod-tailor]")
+    parser.add_argument(
+        "--pod-tailor-namespace", default="pod-tailor", metavar="NAMESPACE",
+        help="pod-tailor's namespace [pod-tailor]",
+    )
+    old_name(parser, "--namespace", new="--pod-tailor-namespace", dest="pod_tailor_namespace")
     parser.add_argument("--secret", default="pod-tailor-tls", help="Secret name [pod-tailor-tls]")
     parser.add_argument(
         "--webhook-configuration", default="pod-tailor", help="MutatingWebhookConfiguration name [pod-tailor]"
@@ -54,5 +60,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--webhook", action="append", help="webhook entry name to fill (repeatable) [pods.pod-tailor.io]"
     )
-    parser.add_argument("--days", type=int, default=365, help="serving certificate lifetime [365]")
+    parser.add_argument(
+        "--days", type=typed(values.positive_count), default=365, help="serving certificate lifetime [365]"
+    )
     parser.set_defaults(func=_main)

@@ -16,11 +16,12 @@ import copy
 import re
 import shutil
 import sys
-from pathlib import Path
 from typing import Any, TextIO
 
+from webhook.commands.parser import group
+from webhook.config.yamltext import read_input
 from webhook.offline.dryrun import SKIP_LABEL, controller_pod, dry_run_create, injected_diff
-from webhook.offline.sources import SourceError, load_documents, pod_sources
+from webhook.offline.sources import load_documents, pod_sources
 
 __all__ = ["register", "run"]
 
@@ -48,12 +49,8 @@ def _offline(args: argparse.Namespace, reason: str, out: TextIO) -> int:
 
 
 def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
-    text = sys.stdin.read() if args.filename == "-" else Path(args.filename).read_text(encoding="utf-8")
-    try:
-        sources = pod_sources(load_documents(text), namespace=args.namespace)
-    except SourceError as exc:
-        print(f"pod-tailor preview: {exc}", file=sys.stderr)
-        return 2
+    text = read_input(args.filename)
+    sources = pod_sources(load_documents(text, origin=args.filename), namespace=args.namespace)
     kubectl = args.kubectl or shutil.which("kubectl")
     if kubectl is None:
         return _offline(args, "kubectl not found", out)
@@ -100,9 +97,11 @@ def register(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("-f", "--filename", required=True, help="Pod or workload manifest; - = stdin")
-    parser.add_argument("-n", "--namespace", help="namespace the Pods would be created in")
-    parser.add_argument("--kubeconfig", help="kubeconfig for kubectl (default: kubectl's own)")
-    parser.add_argument("--context", help="kubeconfig context")
-    parser.add_argument("--kubectl", help="kubectl binary (default: kubectl on PATH)")
+    given = group(parser, "input")
+    given.add_argument("-f", "--filename", required=True, help="Pod or workload manifest; - = stdin")
+    given.add_argument("-n", "--namespace", help="namespace the Pods would be created in")
+    cluster = group(parser, "cluster")
+    cluster.add_argument("--kubeconfig", help="kubeconfig for kubectl (default: kubectl's own)")
+    cluster.add_argument("--context", help="kubeconfig context")
+    cluster.add_argument("--kubectl", help="kubectl binary (default: kubectl on PATH)")
     parser.set_defaults(func=run)

@@ -1,9 +1,9 @@
 """`pod-tailor dashboard`: a read-only web UI of what pod-tailor would do to the cluster, and JSON under /api.
 
-It reads the cluster and the profile store every --refresh-seconds in the background (the same
-reading as `pod-tailor report`) and serves pages from what it read. Bound to 127.0.0.1 by default:
-reach it with `kubectl -n pod-tailor port-forward deploy/pod-tailor-recommender 8080`. With
---prometheus-url the namespace pages also show what dry-run namespaces would have got.
+It reads the cluster (or, with -f, manifests) and the profile store every --refresh-seconds in the
+background (the same reading as `pod-tailor report`) and serves pages from what it read. Bound to
+127.0.0.1 by default: reach it with `kubectl -n pod-tailor port-forward deploy/pod-tailor-recommender
+8080`. With --prometheus-url the namespace pages also show what dry-run namespaces would have got.
 """
 
 from __future__ import annotations
@@ -15,15 +15,19 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from webhook.commands.failures import InputError, quiet_http_clients
 from webhook.commands.options import (
+    add_policy_options,
     add_prometheus_options,
+    add_scope_options,
     add_store_options,
+    manifests_given,
     prometheus_connection,
     store_from,
 )
-from webhook.commands.parser import typed
+from webhook.commands.parser import group, typed
 from webhook.config import values
-from webhook.config.policies import load_policy_file
+from webhook.config.policies import bundled_policies, load_policy_file
 from webhook.core.policy import PolicySet
 from webhook.dashboard.fleet import FleetConfig, FleetKeeper, load_fleet
 from webhook.profiles.prometheus import Prometheus
@@ -39,41 +43,25 @@ def register(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on [127.0.0.1]")
-    parser.add_argument("--port", type=typed(values.port), default=8080, help="port [8080]")
-    parser.add_argument(
-        "--refresh-seconds",
-        type=typed(values.seconds),
-        default=60.0,
-        help="how often the cluster and the store are read again [60]",
+    add_scope_options(
+        parser,
+        manifests="show these manifests (file or directory, recursive; repeatable) instead of a cluster",
+        long_namespace=True,
     )
-    parser.add_argument(
-        "-n",
-        "--namespace",
-        action="append",
-        default=[],
-        help="only this namespace (repeatable) [the opted-in namespaces]",
-    )
-    parser.add_argument(
-        "-A",
-        "--all-namespaces",
-        action="store_true",
-        help="every namespace, as if each were labelled pod-tailor.io/mode=enforce",
-    )
-    parser.add_argument(
-        "--policy-file", help="policy YAML [the cluster's policy ConfigMap, else the bundled one]"
-    )
-    parser.add_argument(
-        "--policy-configmap",
-        default="pod-tailor-policy",
-        help="the policy ConfigMap in --store-namespace [pod-tailor-policy]",
-    )
-    parser.add_argument(
-        "--dry-run-window", type=typed(values.duration), default="24h",
-        help="window of the dry-run counts [24h]",
-    )
-    add_prometheus_options(parser)
+    add_policy_options(parser)
     add_store_options(parser)
+    add_prometheus_options(parser)
+    group(parser, "Prometheus connection").add_argument(
+        "--dry-run-window", type=typed(values.duration), default="24h",
+        help="window of the dry-run counts, from Prometheus [24h]",
+    )
+    served = group(parser, "server")
+    served.add_argument("--host", default="127.0.0.1", help="address to listen on [127.0.0.1]")
+    served.add_argument("--port", type=typed(values.port), default=8080, help="port [8080]")
+    served.add_argument(
+        "--refresh-seconds", type=typed(values.seconds), default=60.0,
+        help="how often the cluster (or the manifests) and the store are read again [60]",
+    )
     parser.set_defaults(func=_main, configure=_configure)
 
 
@@ -92,9 +80,24 @@ class _Configured:
 
 
 def _configure(args: argparse.Namespace) -> _Configured:
-    """Options and variables read, the policy file parsed; nothing contacted (--check-config stops here)."""
-    policies = load_policy_file(args.policy_file) if args.policy_file else None
+    """Options and variables read, named files checked and the policy file parsed; nothing contacted
+    (--check-config stops here)."""
+    manifests_given(args.filename)
+    policies = load_policy_file(str(args.policy_file)) if args.policy_file else None
+    if args.filename and policies is None:
+        policies = bundled_policies()  # manifests have no cluster to hold a policy ConfigMap
     return _Configured(policies, _prometheus(args))
+
+
+def _cluster_found(args: argparse.Namespace) -> None:
+    """Without any way to a cluster, say so now rather than serve a page that waits for one."""
+    from webhook.cluster.config import discover
+
+    found = discover(kubeconfig=args.kubeconfig)
+    if found.config is None:
+        raise InputError(
+            f"no cluster to read ({found.reason}): pass --kubeconfig FILE, or -f DIR to show manifests"
+        )
 
 
 def _main(args: argparse.Namespace) -> int:
@@ -102,8 +105,11 @@ def _main(args: argparse.Namespace) -> int:
 
     from webhook.dashboard.app import create_dashboard
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     configured = _configure(args)
+    if not args.filename:
+        _cluster_found(args)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    quiet_http_clients()
     try:
         store = store_from(args)
     except StoreError as exc:
@@ -112,9 +118,10 @@ def _main(args: argparse.Namespace) -> int:
     config = FleetConfig(
         store=store,
         kubeconfig=args.kubeconfig,
+        manifests=tuple(args.filename),
         namespaces=tuple(args.namespace),
         all_namespaces=args.all_namespaces,
-        own_namespace=args.store_namespace,
+        own_namespace=args.pod_tailor_namespace,
         policy_configmap=args.policy_configmap,
         policies=configured.policies,
         prometheus=configured.prometheus,

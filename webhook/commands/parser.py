@@ -8,9 +8,10 @@ import re
 import sys
 from typing import Any, NoReturn
 
-from webhook.config.values import Rule
+from webhook.config.oldnames import old_name
+from webhook.config.values import typed
 
-__all__ = ["GROUPS", "OneLineParser", "group", "typed"]
+__all__ = ["GROUPS", "OneLineParser", "group", "old_name", "order_groups", "typed"]
 
 # The option groups of `pod-tailor VERB --help`, in this order in every verb that has them.
 GROUPS = (
@@ -41,19 +42,6 @@ class OneLineParser(argparse.ArgumentParser):
         raise SystemExit(status)
 
 
-def typed(rule: Rule) -> Any:
-    """`rule` as an argparse `type=`: its ValueError message becomes the option's error."""
-
-    def convert(text: str) -> object:
-        try:
-            return rule(text)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-
-    convert.__name__ = getattr(rule, "__name__", "value")
-    return convert
-
-
 def group(parser: argparse.ArgumentParser, title: str, description: str | None = None) -> Any:
     """The named option group of `parser` (created once): every verb's options sort into GROUPS."""
     assert title in GROUPS, title
@@ -61,3 +49,12 @@ def group(parser: argparse.ArgumentParser, title: str, description: str | None =
         if existing.title == title:
             return existing
     return parser.add_argument_group(title, description)
+
+
+
+def order_groups(parser: argparse.ArgumentParser) -> None:
+    """`--help` lists the positionals and general options first, then the named groups in GROUPS order."""
+    rank = {title: number for number, title in enumerate(GROUPS)}
+    general = [g for g in parser._action_groups if g.title not in rank]
+    named = sorted((g for g in parser._action_groups if g.title in rank), key=lambda g: rank[str(g.title)])
+    parser._action_groups[:] = [*general, *named]

@@ -12,17 +12,21 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NamedTuple, TextIO
 
 import jsonpatch
 
+from webhook.commands.failures import PARTIAL, USAGE, InputError
+from webhook.commands.options import add_store_options, stored_profiles
+from webhook.commands.parser import group, old_name
 from webhook.config.policies import bundled_policies, load_policy_file
-from webhook.core.namespace import Mode
-from webhook.core.policy import PolicyError
-from webhook.core.snapshot import ClusterSnapshot
+from webhook.config.yamltext import read_input
+from webhook.core.namespace import Mode, label_problems
+from webhook.core.policy import PolicySet
+from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
 from webhook.offline.preview import Previewed, dump_yaml, notes, run_preview
 from webhook.offline.sources import SourceError
-from webhook.profiles.store import StoreError, load_snapshot
+from webhook.profiles.store import StoreError
 
 __all__ = ["register"]
 
@@ -34,28 +38,31 @@ def register(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
+    given = group(parser, "input")
+    given.add_argument(
         "-f", "--filename", required=True, help="Pod, workload manifest or AdmissionReview; - = stdin"
     )
-    shown = parser.add_mutually_exclusive_group()
-    shown.add_argument("--diff", action="store_true", help="print a unified diff instead of the objects")
-    shown.add_argument("--patch", action="store_true", help="print the JSON Patch instead of the objects")
-    parser.add_argument("--policy-file", type=Path, help="policy YAML (default: the bundled policy)")
-    parser.add_argument(
-        "--profiles", type=Path, help="profile store file (default: the shared default location)"
-    )
-    parser.add_argument("-n", "--namespace", help="namespace the Pods would be created in")
-    parser.add_argument(
+    given.add_argument("-n", "--namespace", help="namespace the Pods would be created in")
+    given.add_argument(
         "--namespace-label",
         action="append",
         default=[],
         metavar="KEY=VALUE",
         help="a label of that namespace, e.g. pod-tailor.io/mode=dry-run (repeatable)",
     )
-    parser.add_argument(
+    given.add_argument(
         "--server-version", metavar="1.N", help="Kubernetes version to assume (default: unknown)"
     )
-    parser.set_defaults(func=_main)
+    shown = group(parser, "output").add_mutually_exclusive_group()
+    shown.add_argument("--diff", action="store_true", help="print a unified diff instead of the objects")
+    shown.add_argument("--patch", action="store_true", help="print the JSON Patch instead of the objects")
+    group(parser, "policy").add_argument(
+        "--policy-file", type=Path, help="policy YAML (default: the bundled policy)"
+    )
+    add_store_options(parser, kubernetes=False)
+    store = group(parser, "profile store")
+    old_name(store, "--profiles", new="--profiles-path", dest="profiles_path", type=Path)
+    parser.set_defaults(func=_main, configure=_configure)
 
 
 def _labels(pairs: list[str]) -> dict[str, str]:
@@ -63,7 +70,9 @@ def _labels(pairs: list[str]) -> dict[str, str]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise SourceError(f"--namespace-label wants KEY=VALUE, got {pair!r}")
+            raise InputError(
+                f"--namespace-label wants KEY=VALUE, e.g. pod-tailor.io/mode=dry-run, got {pair!r}"
+            )
         labels[key] = value
     return labels
 
@@ -73,15 +82,17 @@ def _version(text: str | None) -> tuple[int, int] | None:
         return None
     major, _, minor = text.partition(".")
     if not (major.isdigit() and minor.isdigit()):
-        raise SourceError(f"--server-version wants MAJOR.MINOR like 1.30, got {text!r}")
+        raise InputError(f"--server-version wants MAJOR.MINOR like 1.30, got {text!r}")
     return int(major), int(minor)
 
 
 def _report(results: list[Previewed], *, args: argparse.Namespace, out: TextIO) -> None:
     if args.patch:
         for found in results:
-            if found.source.is_review:  # exactly the patch the server would send
-                ops = list(found.decision.ops) if found.mode is Mode.ENFORCE else []
+            if found.mode is not Mode.ENFORCE:  # dry-run and off patch nothing; the notes say what it would
+                ops: list[Any] = []
+            elif found.source.is_review:  # exactly the patch the server would send
+                ops = list(found.decision.ops)
             else:  # from the file as written: with what the API server sets, it applies to the file
                 ops = jsonpatch.make_patch(found.source.document, found.document).patch
             out.write(json.dumps(ops) + "\n")
@@ -97,27 +108,58 @@ def _report(results: list[Previewed], *, args: argparse.Namespace, out: TextIO) 
     out.write("---\n".join(dump_yaml(found.document) for found in results))
 
 
+class _Configured(NamedTuple):
+    policies: PolicySet
+    labels: dict[str, str]
+    server_version: tuple[int, int] | None
+    profiles: ProfileSnapshot
+    warnings: list[str]
+
+
+def _configure(args: argparse.Namespace) -> _Configured:
+    """Options, the policy file and the profile store read (--check-config stops here)."""
+    policies = load_policy_file(str(args.policy_file)) if args.policy_file else bundled_policies()
+    labels = _labels(args.namespace_label)
+    warnings = label_problems(labels, policies=policies.policies)
+    store, missing = stored_profiles(args)
+    if missing:
+        warnings.append(missing)
+        profiles = ProfileSnapshot(source="none")
+    else:
+        try:
+            profiles = store.read().snapshot(origin=store.describe())
+        except StoreError as exc:
+            raise InputError(str(exc)) from None
+    return _Configured(policies, labels, _version(args.server_version), profiles, warnings)
+
+
 def _main(args: argparse.Namespace) -> int:
+    configured = _configure(args)
+    for warning in configured.warnings:
+        print(f"pod-tailor preview: warning: {warning}", file=sys.stderr)
+    text = read_input(args.filename)
+    cluster = ClusterSnapshot(
+        policies=configured.policies,
+        server_version=configured.server_version,
+        taken_at=time.time(),
+        source="preview",
+    )
+    problems: list[str] = []
     try:
-        text = sys.stdin.read() if args.filename == "-" else Path(args.filename).read_text(encoding="utf-8")
-        policies = load_policy_file(str(args.policy_file)) if args.policy_file else bundled_policies()
-        labels = _labels(args.namespace_label)
-        cluster = ClusterSnapshot(
-            policies=policies,
-            server_version=_version(args.server_version),
-            taken_at=time.time(),
-            source="preview",
-        )
-        profiles = load_snapshot(args.profiles)
         results = run_preview(
-            text, cluster=cluster, profiles=profiles, namespace=args.namespace, labels=labels or None
+            text, cluster=cluster, profiles=configured.profiles, namespace=args.namespace,
+            labels=configured.labels or None, origin=args.filename, problems=problems,
         )
-    except (OSError, SourceError, PolicyError, StoreError) as exc:
-        message = f"{args.filename}: {exc.strerror}" if isinstance(exc, OSError) else str(exc)
-        print(f"pod-tailor preview: {message}", file=sys.stderr)
-        return 2
+    except SourceError:
+        if problems:  # nothing left to preview: the unreadable documents are the whole story
+            for problem in problems:
+                print(f"pod-tailor preview: {problem}", file=sys.stderr)
+            return USAGE
+        raise
     for found in results:
         for line in notes(found.source, found.decision, found.mode):
             print(line, file=sys.stderr)
     _report(results, args=args, out=sys.stdout)
-    return 0
+    for problem in problems:
+        print(f"pod-tailor preview: {problem} (this document is left out)", file=sys.stderr)
+    return PARTIAL if problems else 0

@@ -22,8 +22,10 @@ from webhook.commands.options import (
     build_settings,
     store_from,
 )
+from webhook.commands.parser import group
+from webhook.profiles.build import BuildSettings
 from webhook.profiles.prometheus import PrometheusError
-from webhook.profiles.runner import build_once, counts
+from webhook.profiles.runner import BuildRun, build_once, counts
 from webhook.profiles.store import ProfileDocument, StoreError, encode_document
 from webhook.profiles.table import render_table, select
 from webhook.report.progress import Progress
@@ -39,14 +41,14 @@ def register(subparsers: Any) -> None:
     sub = profiles.add_subparsers(dest="profiles_command", required=True, metavar="ACTION")
     build = sub.add_parser("build", help="read Prometheus history and write the profile store")
     add_build_options(build)
-    build.add_argument(
+    group(build, "profile build").add_argument(
         "--end", type=float, help="unix time the window ends at, for a build as of then (default: now)"
     )
     add_store_options(build)
-    build.set_defaults(func=_build_main)
+    build.set_defaults(func=_build_main, configure=_build_configure)
     show = sub.add_parser("show", help="print the stored profiles")
     show.add_argument("selector", nargs="?", help="NAMESPACE, NAMESPACE/NAME or NAMESPACE/Kind/NAME")
-    show.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
+    group(show, "output").add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
     add_store_options(show)
     show.set_defaults(func=_show_main)
 
@@ -76,18 +78,24 @@ class BuildMeter:
         self.bar.advance(done, planned, f"pieces, {samples / 1e6:,.1f} M samples read, ~{left:.0f}s left")
 
 
+def _build_configure(args: argparse.Namespace) -> tuple[BuildRun, BuildSettings]:
+    """The connection and the build's settings (--check-config stops here)."""
+    return build_run(args), build_settings(args)
+
+
 def _build_main(args: argparse.Namespace) -> int:
+    run, settings = _build_configure(args)
     try:
         store = store_from(args)
         bar = Progress() if not args.quiet else None  # drawn only on a terminal
         progress = progress_printer(args.quiet, bar=bar if bar is not None and bar.enabled else None)
         meter = BuildMeter(bar) if bar is not None and bar.enabled else None
         try:
-            result = build_once(build_run(args), build_settings(args), store, progress=progress, meter=meter)
+            result = build_once(run, settings, store, progress=progress, meter=meter)
         finally:
             if bar is not None:
                 bar.done()
-    except (PrometheusError, StoreError, ValueError) as exc:
+    except (PrometheusError, StoreError) as exc:
         print(f"pod-tailor profiles build: {exc}", file=sys.stderr)
         return 1
     found = counts(result.document)

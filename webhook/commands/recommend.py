@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from webhook.commands.failures import quiet_http_clients
 from webhook.commands.options import (
     add_build_options,
     add_store_options,
@@ -22,12 +23,15 @@ from webhook.commands.options import (
     build_settings,
     store_from,
 )
+from webhook.commands.parser import group, typed
 from webhook.commands.profiles import progress_printer
+from webhook.config import values
 from webhook.controllers.leader import LeaderElector, LeaseConfig, followers, identity
 from webhook.controllers.recommender import BuildLoop, LeaderOnlyStore
+from webhook.profiles.build import BuildSettings
 from webhook.profiles.buildmetrics import BuildMetrics
 from webhook.profiles.prometheus import PrometheusError
-from webhook.profiles.runner import build_once, counts
+from webhook.profiles.runner import BuildRun, build_once, counts
 from webhook.profiles.store import ProfileStore, StoreError
 
 __all__ = ["register"]
@@ -42,23 +46,37 @@ def register(subparsers: Any) -> None:
     )
     add_build_options(recommend)
     add_store_options(recommend)
-    recommend.add_argument("--interval", type=float, default=3600.0, help="seconds between builds [3600]")
-    recommend.add_argument(
-        "--retry", type=float, default=300.0, help="seconds before a failed build is tried again [300]"
+    loop = group(recommend, "profile build")
+    loop.add_argument(
+        "--interval", type=typed(values.seconds), default=3600.0, help="seconds between builds [3600]"
     )
-    recommend.add_argument(
-        "--metrics-port", type=int, default=0, help="serve /metrics over HTTP on this port [0: not at all]"
+    loop.add_argument(
+        "--retry", type=typed(values.seconds), default=300.0,
+        help="seconds before a failed build is tried again [300]",
     )
-    recommend.add_argument("--metrics-host", default="0.0.0.0", help="address for --metrics-port [0.0.0.0]")
-    recommend.add_argument("--max-builds", type=int, default=0, help="stop after this many builds [0: never]")
-    election = recommend.add_argument_group("leader election (several replicas, one builds)")
+    loop.add_argument(
+        "--max-builds", type=typed(values.count), default=0, help="stop after this many builds [0: never]"
+    )
+    served = group(recommend, "server")
+    served.add_argument(
+        "--metrics-port", type=typed(values.port_or_off), default=0,
+        help="serve /metrics over HTTP on this port [0: not at all]",
+    )
+    served.add_argument("--metrics-host", default="0.0.0.0", help="address for --metrics-port [0.0.0.0]")
+    election = group(recommend, "leader election", "several replicas, one builds")
     election.add_argument(
         "--leader-elect", action=argparse.BooleanOptionalAction, default=False,
         help="build only while holding a coordination.k8s.io Lease [off]",
     )
     election.add_argument("--lease-name", default="pod-tailor-recommender", help="[pod-tailor-recommender]")
-    election.add_argument("--lease-namespace", help="[the --store-namespace]")
-    recommend.set_defaults(func=_main)
+    election.add_argument("--lease-namespace", help="[the --pod-tailor-namespace]")
+    recommend.set_defaults(func=_main, configure=_configure)
+
+
+def _configure(args: argparse.Namespace) -> tuple[BuildRun, BuildSettings]:
+    """The connection and the build's settings: wrong ones stop here, not every hour (and
+    --check-config stops here)."""
+    return build_run(args), build_settings(args)
 
 
 def _elector(args: argparse.Namespace, metrics: BuildMetrics, leading: threading.Event) -> LeaderElector:
@@ -67,7 +85,7 @@ def _elector(args: argparse.Namespace, metrics: BuildMetrics, leading: threading
     found = discover(kubeconfig=args.kubeconfig)
     if found.config is None:
         raise StoreError(f"--leader-elect needs the Kubernetes API: {found.reason}")
-    config = LeaseConfig(args.lease_namespace or args.store_namespace, args.lease_name, identity())
+    config = LeaseConfig(args.lease_namespace or args.pod_tailor_namespace, args.lease_name, identity())
     started, stopped = followers(leading, metrics.leader)
     return LeaderElector(found.config.api_client, config, on_started=started, on_stopped=stopped)
 
@@ -87,14 +105,15 @@ def _last_built(store: ProfileStore) -> Callable[[], float]:
 
 
 def _main(args: argparse.Namespace) -> int:
+    run, settings = _configure(args)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    quiet_http_clients()
     metrics = BuildMetrics(interval=args.interval)
     leading, stop = threading.Event(), threading.Event()
     try:
         store = store_from(args)
-        run, settings = build_run(args), build_settings(args)  # wrong settings stop here, not every hour
         elector = _elector(args, metrics, leading) if args.leader_elect else None
-    except (StoreError, ValueError) as exc:
+    except StoreError as exc:
         print(f"pod-tailor recommend: {exc}", file=sys.stderr)
         return 1
     if elector is None:

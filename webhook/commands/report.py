@@ -12,25 +12,27 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
-import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+from webhook.commands.failures import InputError
 from webhook.commands.options import (
     add_build_options,
+    add_policy_options,
+    add_scope_options,
     add_store_options,
     build_run,
     build_settings,
-    store_from,
+    manifests_given,
+    stored_profiles,
 )
+from webhook.commands.parser import group
 from webhook.config.policies import bundled_policies, load_policy_file
-from webhook.core.policy import PolicyError, PolicySet
-from webhook.core.snapshot import ClusterSnapshot
-from webhook.offline.facts import with_manifest_facts
-from webhook.offline.sources import SourceError
-from webhook.profiles.store import StoreError
-from webhook.report.collect import read_manifests
+from webhook.config.yamltext import read_input
+from webhook.core.policy import PolicySet
+from webhook.profiles.store import ProfileStore
 from webhook.report.live import ClusterError, read_cluster
+from webhook.report.manifests import manifests_report
 from webhook.report.model import Report
 from webhook.report.pipeline import build_report
 from webhook.report.progress import Progress
@@ -49,45 +51,19 @@ def register(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "-f",
-        "--filename",
-        action="append",
-        default=[],
-        help="manifest file or directory (recursive), - for stdin; repeatable [default: the cluster]",
-    )
-    parser.add_argument(
-        "-n",
-        dest="namespace",
-        action="append",
-        default=[],
-        help="only this namespace (repeatable; same as --namespace)",
-    )
-    parser.add_argument(
-        "-A",
-        "--all-namespaces",
-        action="store_true",
-        help="every namespace, as if each were labelled pod-tailor.io/mode=enforce",
-    )
-    parser.add_argument("-o", "--output", default="table", help=f"{', '.join(FORMATS)} [table]")
-    parser.add_argument("--output-file", type=Path, help="write the report here instead of stdout")
-    parser.add_argument(
-        "--policy-file",
-        type=Path,
-        help="policy YAML [default: the cluster's policy ConfigMap, else the bundled policy]",
-    )
-    parser.add_argument(
-        "--policy-configmap",
-        default="pod-tailor-policy",
-        help="the policy ConfigMap in --store-namespace [pod-tailor-policy]",
-    )
-    parser.add_argument(
+    add_scope_options(parser, manifests="manifest file or directory (recursive), - for stdin; repeatable"
+                      " [default: the cluster]")
+    group(parser, "input").add_argument(
         "--server-version", metavar="1.N", help="Kubernetes version for -f (default: unknown)"
     )
-    parser.add_argument("--exit-code", action="store_true", help="exit 3 when anything would change")
+    output = group(parser, "output")
+    output.add_argument("-o", "--output", default="table", help=f"{', '.join(FORMATS)} [table]")
+    output.add_argument("--output-file", type=Path, help="write the report here instead of stdout")
+    output.add_argument("--exit-code", action="store_true", help="exit 3 when anything would change")
+    add_policy_options(parser)
     add_build_options(parser)
     add_store_options(parser)
-    parser.set_defaults(func=_main)
+    parser.set_defaults(func=_main, configure=_configure)
 
 
 def render(report: Report, output: str, *, width: int | None = None) -> str:
@@ -116,59 +92,49 @@ def _version(text: str | None) -> tuple[int, int] | None:
         return None
     major, _, minor = text.partition(".")
     if not (major.isdigit() and minor.isdigit()):
-        raise SourceError(f"--server-version wants MAJOR.MINOR like 1.30, got {text!r}")
+        raise InputError(f"--server-version wants MAJOR.MINOR like 1.30, got {text!r}")
     return int(major), int(minor)
 
 
-def _usage(args: argparse.Namespace, progress: Progress) -> Usage:
+class _Configured(NamedTuple):
+    policies: PolicySet | None
+    server_version: tuple[int, int] | None
+    store: ProfileStore | None  # None: profiles built from --prometheus-url for this report
+    warning: str | None
+
+
+def _configure(args: argparse.Namespace) -> _Configured:
+    """Options, files and the profile store checked (--check-config stops here)."""
+    if args.output not in FORMATS:
+        raise InputError(f"--output {args.output}: use one of {', '.join(FORMATS)}")
+    manifests_given(args.filename)
+    policies = load_policy_file(str(args.policy_file)) if args.policy_file else None
     if args.prometheus_url:
+        build_run(args)  # the connection, checked
+        build_settings(args)
+        return _Configured(policies, _version(args.server_version), None, None)
+    store, warning = stored_profiles(args)
+    return _Configured(policies, _version(args.server_version), store, warning)
+
+
+def _usage(args: argparse.Namespace, configured: _Configured, progress: Progress) -> Usage:
+    if configured.store is None:
         run = build_run(args)
         where = run.connection.display_url if run.connection else args.prometheus_url
         return built_now(run, build_settings(args), where=where, progress=progress.step)
-    try:
-        store = store_from(args)
-    except StoreError as exc:
-        return without_profiles(f"{exc}: no usage profiles, every value from the policy")
-    return from_store(store)
+    if configured.warning:
+        return without_profiles(configured.warning)
+    return from_store(configured.store)
 
 
-def _policies(args: argparse.Namespace) -> PolicySet | None:
-    return load_policy_file(str(args.policy_file)) if args.policy_file else None
-
-
-def _offline(args: argparse.Namespace, usage: Usage, progress: Progress) -> Report:
-    stdin = sys.stdin.read() if "-" in args.filename else None
-    namespace = args.namespace[0] if len(args.namespace) == 1 else None
-    items, problems, documents = read_manifests(args.filename, stdin=stdin, namespace=namespace)
-    if args.namespace and namespace is None:
-        items = [item for item in items if item.namespace in args.namespace]
-    cluster = ClusterSnapshot(
-        policies=_policies(args) or bundled_policies(),
-        server_version=_version(args.server_version),
-        taken_at=time.time(),
-        source="manifests",
-    )
-    cluster = with_manifest_facts(cluster, documents, namespace=namespace)
-    problems = [*problems, *([usage.problem] if usage.problem else [])]
-    return build_report(
-        items,
-        cluster=cluster,
-        profiles=usage.snapshot,
-        summaries=usage.summaries,
-        progress=progress,
-        source="manifests " + ", ".join(args.filename),
-        problems=problems,
-    )
-
-
-def _live(args: argparse.Namespace, usage: Usage, progress: Progress) -> Report:
+def _live(args: argparse.Namespace, configured: _Configured, usage: Usage, progress: Progress) -> Report:
     view = read_cluster(
         kubeconfig=args.kubeconfig,
         namespaces=tuple(args.namespace),
         all_namespaces=args.all_namespaces,
-        own_namespace=args.store_namespace,
+        own_namespace=args.pod_tailor_namespace,
         policy_configmap=args.policy_configmap,
-        policies=_policies(args),
+        policies=configured.policies,
         progress=progress,
     )
     problems = [*view.problems, *([usage.problem] if usage.problem else [])]
@@ -185,13 +151,19 @@ def _live(args: argparse.Namespace, usage: Usage, progress: Progress) -> Report:
 
 
 def _main(args: argparse.Namespace) -> int:
-    if args.output not in FORMATS:
-        return _fail(f"unknown output format {args.output!r}: use one of {', '.join(FORMATS)}")
+    configured = _configure(args)
     progress = Progress(enabled=None if not args.quiet else False)
     try:
-        usage = _usage(args, progress)
-        report = _offline(args, usage, progress) if args.filename else _live(args, usage, progress)
-    except (SourceError, PolicyError, ClusterError) as exc:
+        usage = _usage(args, configured, progress)
+        if args.filename:
+            report = manifests_report(
+                args.filename, policies=configured.policies or bundled_policies(), usage=usage,
+                namespaces=args.namespace, server_version=configured.server_version, progress=progress,
+                stdin=read_input("-") if "-" in args.filename else None,
+            )
+        else:
+            report = _live(args, configured, usage, progress)
+    except ClusterError as exc:
         progress.done()
         return _fail(str(exc))
     progress.done()

@@ -13,11 +13,13 @@ import dataclasses
 import os
 import types
 import typing
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from webhook.config import values
+from webhook.config.oldnames import old_name
 from webhook.core.namespace import Mode
 from webhook.profiles.connection import (
     ConnectionSettingsError,
@@ -35,14 +37,15 @@ class SettingsError(ValueError):
     """A setting has a value that cannot be used; the message names the option and the variable."""
 
 
-def _doc(text: str) -> dict[str, str]:
-    return {"doc": text}
+def _doc(text: str, *, rule: values.Rule | None = None) -> dict[str, Any]:
+    """A field's help text and the rule its option or variable is read with (`webhook.config.values`)."""
+    return {"doc": text, "rule": rule}
 
 
 @dataclass(frozen=True, slots=True)
 class Settings:
     host: str = field(default="0.0.0.0", metadata=_doc("address to listen on"))
-    port: int = field(default=8443, metadata=_doc("HTTPS port"))
+    port: int = field(default=8443, metadata=_doc("HTTPS port", rule=values.port))
     cert_file: str | None = field(default=None, metadata=_doc("TLS certificate (PEM), reloaded on change"))
     key_file: str | None = field(default=None, metadata=_doc("TLS private key (PEM), reloaded on change"))
     policy_file: str | None = field(default=None, metadata=_doc("policy file; unset: the bundled policy"))
@@ -54,44 +57,60 @@ class Settings:
     )
     log_level: str = field(default="info", metadata=_doc("debug, info, warning or error"))
     cert_reload_seconds: float = field(
-        default=5.0, metadata=_doc("how often the certificate files are checked for changes")
+        default=5.0,
+        metadata=_doc("how often the certificate files are checked for changes", rule=values.seconds),
     )
     max_body_bytes: int = field(
-        default=3 * 1024 * 1024, metadata=_doc("larger request bodies get 413 (the API server's own limit)")
+        default=3 * 1024 * 1024,
+        metadata=_doc("larger request bodies get 413 (the API server's own limit)",
+                      rule=values.positive_count),
     )
     verdict_cache_size: int = field(
-        default=1024, metadata=_doc("answers kept for identical Pods (replicas of one template); 0: none")
+        default=1024,
+        metadata=_doc("answers kept for identical Pods (replicas of one template); 0: none",
+                      rule=values.count),
     )
     verdict_cache_bytes: int = field(
-        default=32 * 1024 * 1024, metadata=_doc("bytes the verdict cache may hold (inside a 256Mi limit)")
+        default=32 * 1024 * 1024,
+        metadata=_doc("bytes the verdict cache may hold (inside a 256Mi limit)", rule=values.count)
     )
     # Connections and overload (webhook/server/protocol.py, overload.py, listener.py; docs/hardening.md).
     admission_timeout_seconds: float = field(
-        default=3.0, metadata=_doc("the webhook's registered timeoutSeconds: the deadline without ?timeout=")
+        default=3.0,
+        metadata=_doc("the webhook's registered timeoutSeconds: the deadline without ?timeout=",
+                      rule=values.seconds),
     )
     max_in_flight: int = field(
-        default=256, metadata=_doc("requests read or decided at once; more are answered allowed, unchanged")
+        default=256, metadata=_doc("requests read or decided at once; more are answered allowed, unchanged",
+                                   rule=values.positive_count)
     )
     max_in_flight_bytes: int = field(
-        default=64 * 1024 * 1024, metadata=_doc("declared body bytes in flight at once; more are shed alike")
+        default=64 * 1024 * 1024,
+        metadata=_doc("declared body bytes in flight at once; more are shed alike",
+                      rule=values.positive_count),
     )
     max_connections: int = field(
-        default=1000, metadata=_doc("open connections; past it the oldest still sending headers is closed")
+        default=1000, metadata=_doc("open connections; past it the oldest still sending headers is closed",
+                                    rule=values.positive_count)
     )
     header_timeout_seconds: float = field(
-        default=5.0, metadata=_doc("a request's headers must arrive within this (from connect or first byte)")
+        default=5.0, metadata=_doc("a request's headers must arrive within this (from connect or first byte)",
+                                   rule=values.seconds)
     )
     body_timeout_seconds: float = field(
-        default=10.0, metadata=_doc("a request's body must arrive within this after its headers")
+        default=10.0,
+        metadata=_doc("a request's body must arrive within this after its headers", rule=values.seconds),
     )
     tls_handshake_timeout_seconds: float = field(
-        default=5.0, metadata=_doc("a TLS handshake must complete within this")
+        default=5.0, metadata=_doc("a TLS handshake must complete within this", rule=values.seconds)
     )
     keep_alive_seconds: int = field(
-        default=120, metadata=_doc("idle keep-alive; longer than the API server's 90 s, so the client closes")
+        default=120, metadata=_doc("idle keep-alive; longer than the API server's 90 s, so the client closes",
+                                   rule=values.positive_count)
     )
     drain_seconds: float = field(
-        default=5.0, metadata=_doc("after SIGTERM: not ready, answering with Connection: close, then stop")
+        default=5.0, metadata=_doc("after SIGTERM: not ready, answering with Connection: close, then stop",
+                                   rule=values.seconds_or_zero)
     )
     # Cluster watches (webhook/cluster/).
     watch_cluster: bool = field(
@@ -107,14 +126,16 @@ class Settings:
         default="pod-tailor-policy", metadata=_doc("ConfigMap whose policy.yaml overrides the policy file")
     )
     resync_seconds: float = field(
-        default=300.0, metadata=_doc("watch length before resuming, and server version refresh period")
+        default=300.0, metadata=_doc("watch length before resuming, and server version refresh period",
+                                     rule=values.at_least(1))
     )
     # Usage profiles (webhook/profiles/).
     profiles_store: str = field(
         default="file", metadata=_doc("profile store: file (profiles_path) or kubernetes (ConfigMaps)")
     )
     profiles_refresh_seconds: float = field(
-        default=60.0, metadata=_doc("how often the profile store is checked for changes")
+        default=60.0,
+        metadata=_doc("how often the profile store is checked for changes", rule=values.seconds),
     )
     # The Prometheus connection (webhook/profiles/connection.py), shared with profiles build/recommend.
     prometheus_url: str | None = field(
@@ -146,9 +167,12 @@ class Settings:
     prometheus_selector: str | None = field(
         default=None, metadata=_doc("label matchers added to every query, e.g. 'cluster=\"prod-eu\"'")
     )
-    prometheus_timeout: float = field(default=120.0, metadata=_doc("seconds per Prometheus query"))
+    prometheus_timeout: float = field(
+        default=120.0, metadata=_doc("seconds per Prometheus query", rule=values.seconds)
+    )
     profiles_build_seconds: float = field(
-        default=3600.0, metadata=_doc("how often serve rebuilds profiles when prometheus_url is set")
+        default=3600.0,
+        metadata=_doc("how often serve rebuilds profiles when prometheus_url is set", rule=values.seconds)
     )
 
     def __post_init__(self) -> None:
@@ -222,10 +246,17 @@ def _base_type(annotation: Any) -> Any:
     return annotation
 
 
-def _convert(name: str, raw: str, annotation: Any, *, source: str) -> Any:
+def _convert(
+    name: str, raw: str, annotation: Any, *, source: str, rule: values.Rule | None = None
+) -> Any:
     base = _base_type(annotation)
     if base is not annotation and raw == "":
         return None
+    if rule is not None:
+        try:
+            return rule(raw)
+        except ValueError as exc:
+            raise SettingsError(f"{source}: {exc}") from None
     if typing.get_origin(base) is tuple:  # a repeatable option; its variable holds one value per line
         return tuple(line.strip() for line in raw.splitlines() if line.strip())
     try:
@@ -251,10 +282,13 @@ def add_arguments(
     parser: argparse.ArgumentParser | argparse._ArgumentGroup,
     *,
     only: Collection[str] | None = None,
-    aliases: Mapping[str, Sequence[str]] | None = None,
+    names: Mapping[str, str] | None = None,
+    old_names: Mapping[str, str] | None = None,
 ) -> None:
-    """One option per field (`only` these; extra option strings from `aliases`); defaults are left as
-    None so the environment can fill the gap. Fields marked `env_only` (a password) get no option."""
+    """One option per field (`only` these): `--field-name`, or the name `names` gives it, and the
+    hidden old name of `old_names` (still read, with a note). Defaults are left as None so the
+    environment can fill the gap; fields marked `env_only` (a password) get no option. The option is
+    read with the field's rule (`webhook.config.values`), so a bad value stops the parse."""
     hints = _field_types()
     for item in _selected(only):
         if item.metadata.get("env_only"):
@@ -263,17 +297,21 @@ def add_arguments(
         default = item.default if item.default is not dataclasses.MISSING else None
         shown = default.value if isinstance(default, Enum) else default
         help_text = f"{item.metadata.get('doc', '')} [env {env_name(item.name)}; default {shown}]"
-        names = [_option(item.name), *(aliases or {}).get(item.name, ())]
+        name = (names or {}).get(item.name, _option(item.name))
+        rule = item.metadata.get("rule")
         if base is bool:
             parser.add_argument(
-                *names, dest=item.name, default=None, action=argparse.BooleanOptionalAction, help=help_text
+                name, dest=item.name, default=None, action=argparse.BooleanOptionalAction, help=help_text
             )
         elif typing.get_origin(base) is tuple:
-            parser.add_argument(*names, dest=item.name, default=None, action="append",
+            parser.add_argument(name, dest=item.name, default=None, action="append",
                                 metavar=item.name.upper(), help=help_text)
         else:
-            parser.add_argument(*names, dest=item.name, default=None, metavar=item.name.upper(),
-                                help=help_text)
+            parser.add_argument(name, dest=item.name, default=None, metavar=item.name.upper(),
+                                type=values.typed(rule) if rule else str, help=help_text)
+        renamed = [_option(item.name)] if name != _option(item.name) else []
+        for old in [*renamed, *([old_names[item.name]] if old_names and item.name in old_names else [])]:
+            old_name(parser, old, new=name, dest=item.name)
 
 
 def load_settings(
@@ -289,21 +327,23 @@ def load_settings(
     given = vars(options) if isinstance(options, argparse.Namespace) else dict(options or {})
     environment = os.environ if env is None else env
     hints = _field_types()
-    values: dict[str, Any] = {}
+    found: dict[str, Any] = {}
     for item in _selected(only):
         raw = given.get(item.name)
         if isinstance(raw, list):  # a repeatable option
-            values[item.name] = tuple(raw)
+            found[item.name] = tuple(raw)
         elif raw is not None:
-            values[item.name] = (
-                _convert(item.name, raw, hints[item.name], source=_option(item.name))
+            found[item.name] = (
+                _convert(item.name, raw, hints[item.name], source=_option(item.name),
+                         rule=item.metadata.get("rule"))
                 if isinstance(raw, str) else raw
             )
         elif env_name(item.name) in environment:
-            values[item.name] = _convert(
-                item.name, environment[env_name(item.name)], hints[item.name], source=env_name(item.name)
+            found[item.name] = _convert(
+                item.name, environment[env_name(item.name)], hints[item.name], source=env_name(item.name),
+                rule=item.metadata.get("rule"),
             )
-    return Settings(**values)
+    return Settings(**found)
 
 
 # The fields of the Prometheus connection, the only settings `profiles build` and `recommend` read.

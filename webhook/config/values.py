@@ -9,8 +9,10 @@ what was wrong and what to type instead; the command line (`webhook.commands.par
 
 from __future__ import annotations
 
+import argparse
 import math
 from collections.abc import Callable
+from typing import Any
 
 from webhook.profiles.queries import duration as _prometheus_duration
 
@@ -25,6 +27,7 @@ __all__ = [
     "positive_count",
     "seconds",
     "seconds_or_zero",
+    "typed",
 ]
 
 Rule = Callable[[str], object]
@@ -117,3 +120,16 @@ def number_between(low: float, high: float, *, low_open: bool = False) -> Callab
         return value
 
     return rule
+
+
+def typed(rule: Rule) -> Any:
+    """`rule` as an argparse `type=`: its message becomes the option's error."""
+
+    def convert(text: str) -> object:
+        try:
+            return rule(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    convert.__name__ = getattr(rule, "__name__", "value")
+    return convert

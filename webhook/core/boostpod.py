@@ -12,7 +12,7 @@ from typing import Any
 
 from webhook.core.boost import Boosted, BoostPolicy, boost_container, boost_record, cluster_can_resize
 from webhook.core.boostmark import BOOST_ANNOTATION, BOOSTED_LABEL
-from webhook.core.decision import Injection, Note
+from webhook.core.decision import POD_TARGET, Injection, Note
 from webhook.core.facts import ClusterFacts, LimitRangeItem
 from webhook.core.holds import Hold
 from webhook.core.patch import PatchBuilder
@@ -43,7 +43,7 @@ def boost_pod(
         shown = "cluster version unknown"
         if server_version is not None:
             shown = f"cluster {server_version[0]}.{server_version[1]}"
-        return [], [("pod", f"no start-up boost: in-place resize needs Kubernetes 1.33+ ({shown})")]
+        return [], [(POD_TARGET, f"no start-up boost: in-place resize needs Kubernetes 1.33+ ({shown})")]
     values: dict[str, dict[str, str]] = {}
     for injection in injections:
         values.setdefault(injection.target, {})[injection.field] = injection.value

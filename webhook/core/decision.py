@@ -6,9 +6,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, NamedTuple
 
-__all__ = ["Basis", "Decision", "Injection", "Note", "PatchOp"]
+__all__ = ["POD_TARGET", "Basis", "Decision", "Injection", "Note", "PatchOp"]
 
 PatchOp = dict[str, Any]  # one RFC 6902 operation: {"op": ..., "path": ..., "value": ...}
+POD_TARGET = "pod"  # the target of pod-level values (the grace period) and of notes about the whole Pod
 
 
 class Basis(StrEnum):
@@ -27,7 +28,7 @@ class Injection(NamedTuple):
     makes one per injected value).
     """
 
-    target: str  # container name, or "pod" for pod-level fields
+    target: str  # container name, or POD_TARGET ("pod") for pod-level fields
     field: str  # e.g. "requests.cpu", "readinessProbe", "preStop", "terminationGracePeriodSeconds"
     value: str  # rendered value as a person reads it
     source: str  # why this value

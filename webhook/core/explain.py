@@ -8,7 +8,7 @@ One line a container, so `kubectl get pod -o yaml` reads like:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from webhook.core.decision import Injection, Note
 
@@ -23,14 +23,21 @@ def explanation(
     previous: str | None,
     notes: Iterable[Note] = (),
     qos: str | None = None,
+    order: Mapping[str, int] | None = None,
 ) -> str:
-    """The annotation's text; `qos` is the class of the Pod as patched (computed, never assumed)."""
+    """The annotation's text; `qos` is the class of the Pod as patched (computed, never assumed).
+
+    `order`: target -> position; lines follow it (the Pod's containers, then `pod`), else first use.
+    """
     by_target: dict[str, list[str]] = {}
     for injection in injections:
         by_target.setdefault(injection.target, []).append(injection.describe())
     for note in notes:
         by_target.setdefault(note.target, []).append(note.text)
-    lines = [f"{target}: " + "; ".join(parts) for target, parts in by_target.items()]
+    targets = list(by_target)
+    if order is not None:
+        targets.sort(key=lambda target: order.get(target, len(order)))
+    lines = [f"{target}: " + "; ".join(by_target[target]) for target in targets]
     if previous:
         # A reinvocation added more: keep what the first pass explained.
         return "\n".join([previous.rstrip("\n"), *lines])

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from webhook.core.decision import Injection
+from webhook.core.decision import POD_TARGET, Injection
 from webhook.core.facts import ClusterFacts
 from webhook.core.patch import PatchBuilder
 from webhook.core.pod import ContainerRef
@@ -123,7 +123,7 @@ def grace_period(
     patch.set(("spec", "terminationGracePeriodSeconds"), needed)
     current_value = DEFAULT_GRACE
     return Injection(
-        "pod",
+        POD_TARGET,
         "terminationGracePeriodSeconds",
         str(needed),
         f"was {current_value}; preStop {longest_sleep}s + drain {policy.drain_seconds}s"

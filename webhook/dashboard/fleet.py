@@ -23,9 +23,10 @@ from webhook.profiles.prometheus import Prometheus
 from webhook.profiles.store import ProfileStore
 from webhook.report.document import workload_document
 from webhook.report.live import read_cluster
+from webhook.report.manifests import manifests_report
 from webhook.report.model import Report, WorkloadReport
 from webhook.report.pipeline import build_report
-from webhook.report.usage import from_store
+from webhook.report.usage import Usage, from_store
 
 __all__ = ["Fleet", "FleetConfig", "FleetKeeper", "load_fleet"]
 
@@ -65,10 +66,12 @@ class Fleet:
 
 @dataclass(frozen=True, slots=True)
 class FleetConfig:
-    """What to read: the cluster (kubeconfig or in-cluster), the profile store, optionally Prometheus."""
+    """What to read: the cluster (kubeconfig or in-cluster) or `manifests`, the profile store, optionally
+    Prometheus."""
 
     store: ProfileStore
     kubeconfig: str | None = None
+    manifests: tuple[str, ...] = ()  # files or directories read instead of a cluster (needs `policies`)
     namespaces: tuple[str, ...] = ()
     all_namespaces: bool = False
     own_namespace: str = "pod-tailor"
@@ -91,9 +94,12 @@ def _dry_run(config: FleetConfig, at: float) -> DryRunSeen:
         prom.close()
 
 
-def load_fleet(config: FleetConfig) -> Fleet:
-    """One full read; raises ClusterError when the cluster cannot be read at all."""
-    started = time.monotonic()
+def _report(config: FleetConfig, usage: Usage) -> Report:
+    if config.manifests:
+        assert config.policies is not None, "manifests are read with a given policy"
+        return manifests_report(
+            config.manifests, policies=config.policies, usage=usage, namespaces=config.namespaces
+        )
     view = read_cluster(
         kubeconfig=config.kubeconfig,
         api_client=config.api_client,
@@ -104,8 +110,7 @@ def load_fleet(config: FleetConfig) -> Fleet:
         policy_configmap=config.policy_configmap,
         policies=config.policies,
     )
-    usage = from_store(config.store)
-    report = build_report(
+    return build_report(
         view.workloads,
         cluster=view.cluster,
         profiles=usage.snapshot,
@@ -114,6 +119,13 @@ def load_fleet(config: FleetConfig) -> Fleet:
         assume_opted_in=config.all_namespaces,
         problems=[*view.problems, *([usage.problem] if usage.problem else [])],
     )
+
+
+def load_fleet(config: FleetConfig) -> Fleet:
+    """One full read; raises ClusterError when the cluster cannot be read at all."""
+    started = time.monotonic()
+    usage = from_store(config.store)
+    report = _report(config, usage)
     profiled = frozenset(key.namespace for key in usage.document.workloads)
     dry_run = _dry_run(config, time.time())
     fleet = Fleet.of(report, profiled=profiled, dry_run=dry_run, seconds=time.monotonic() - started)

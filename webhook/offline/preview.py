@@ -66,13 +66,16 @@ def run_preview(
     profiles: ProfileSnapshot,
     namespace: str | None = None,
     labels: dict[str, str] | None = None,
+    origin: str = "input",
+    problems: list[str] | None = None,
 ) -> list[Previewed]:
-    """Run the engine on every Pod found in `text`.
+    """Run the engine on every Pod found in `text` (read from `origin`).
 
     `labels`, when given, are the labels of whichever namespace the objects land in. HPAs, VPAs,
-    Services, Ingresses and routes in `text` count as if they were in the cluster.
+    Services, Ingresses and routes in `text` count as if they were in the cluster. With `problems`,
+    a document that cannot be read is described there and left out (`load_documents`).
     """
-    documents = load_documents(text)
+    documents = load_documents(text, origin=origin, problems=problems)
     sources = pod_sources(documents, namespace=namespace)
     cluster = with_manifest_facts(cluster, documents, namespace=namespace)
     if labels is not None:

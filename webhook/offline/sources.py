@@ -11,8 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
+from webhook.config.yamltext import yaml_documents
 from webhook.core.workload import WorkloadKey, pod_workload
 
 __all__ = ["TEMPLATE_PATHS", "PodSource", "SourceError", "load_documents", "pod_sources"]
@@ -48,23 +47,30 @@ class PodSource:
         return f"{self.workload.kind}/{self.workload.name}"
 
 
-def load_documents(text: str) -> list[dict[str, Any]]:
-    """JSON or (multi-document) YAML into a list of objects; `List` kinds are flattened."""
-    try:
-        documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
-    except yaml.YAMLError as exc:
-        first = str(exc).splitlines()[0] if str(exc) else "parse error"
-        raise SourceError(f"not valid YAML or JSON: {first}") from None
+def load_documents(
+    text: str, *, origin: str = "input", problems: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """JSON or (multi-document) YAML into a list of objects; `List` kinds are flattened.
+
+    A document that cannot be parsed or is not an object is one line naming `origin`, the line and
+    the column (`webhook.config.yamltext`): with `problems`, it is added there and left out while the
+    other documents still count; without, the first one raises SourceError.
+    """
+    found: list[str] = [] if problems is None else problems
+    before = len(found)
     flat: list[dict[str, Any]] = []
-    for doc in documents:
+    for line, doc in yaml_documents(text, origin=origin, problems=found):
         if not isinstance(doc, dict):
-            raise SourceError(f"expected an object, got {type(doc).__name__}")
-        if doc.get("kind") == "List" or str(doc.get("kind", "")).endswith("List"):
+            kind = type(doc).__name__
+            found.append(f"{origin}:{line}: a {kind}, not an object (apiVersion, kind, metadata)")
+        elif doc.get("kind") == "List" or str(doc.get("kind", "")).endswith("List"):
             flat.extend(item for item in doc.get("items") or () if isinstance(item, dict))
         else:
             flat.append(json.loads(json.dumps(doc, default=str)))  # YAML dates etc. as plain JSON
-    if not flat:
-        raise SourceError("no objects in input")
+    if problems is None and len(found) > before:
+        raise SourceError(found[before])
+    if not flat and len(found) == before:
+        raise SourceError(f"{origin}: no objects in input")
     return flat
 
 

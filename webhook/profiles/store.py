@@ -29,6 +29,7 @@ from webhook.profiles.summary import UsageSummary, decode_summaries, encode_summ
 
 __all__ = [
     "FORMAT_VERSION",
+    "PROFILES_VARIABLE",
     "FileStore",
     "ProfileDocument",
     "ProfileStore",
@@ -44,7 +45,7 @@ __all__ = [
 ]
 
 FORMAT_VERSION = 1
-_ENV = "POD_TAILOR_PROFILES"
+PROFILES_VARIABLE = _ENV = "POD_TAILOR_PROFILES"  # names the store file for every command
 
 
 class StoreError(RuntimeError):

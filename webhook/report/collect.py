@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from webhook.config.yamltext import ReadError, decode
 from webhook.core.workload import pod_workload
 from webhook.offline.dryrun import controller_pod
 from webhook.offline.sources import PodSource, SourceError, load_documents, pod_sources
@@ -100,16 +101,22 @@ def read_manifests(
     """Workloads from files, directories (recursively) and `-` (stdin), and every object read.
 
     A file without workloads (a Service, a kustomization) adds no workload but its objects count (see
-    `webhook.offline.facts`); one that cannot be read or parsed is a problem, and the rest is still reported.
+    `webhook.offline.facts`); a document that cannot be read or parsed is a problem naming its file, line
+    and column, and the rest is still reported.
     """
     found: list[Collected] = []
     problems: list[str] = []
     documents: list[dict[str, Any]] = []
 
-    def read(text: str, origin: str) -> None:
-        read_now = load_documents(text)
+    def read(text: str, origin: str, *, many: bool = False) -> None:
+        read_now = load_documents(text, origin=origin, problems=problems)
         documents.extend(read_now)
-        sources = pod_sources(read_now, namespace=namespace)
+        try:
+            sources = pod_sources(read_now, namespace=namespace)
+        except SourceError as exc:
+            if read_now and not (many and str(exc).startswith("no Pod or pod template found")):
+                problems.append(f"{origin}: {exc}")
+            return
         found.extend(collected(source, origin=origin) for source in sources)
 
     for given in paths:
@@ -117,7 +124,7 @@ def read_manifests(
             try:
                 read(stdin or "", "-")
             except SourceError as exc:
-                problems.append(f"-: {exc}")
+                problems.append(str(exc))
             continue
         root = Path(given)
         if not root.exists():
@@ -126,13 +133,9 @@ def read_manifests(
         many = root.is_dir()
         for path in _files(root):
             try:
-                text = path.read_text(encoding="utf-8")
-                read(text, str(path))
+                read(decode(path.read_bytes(), origin=str(path)), str(path), many=many)
             except OSError as exc:
-                problems.append(f"{path}: {exc.strerror}")
-            except UnicodeDecodeError:
-                problems.append(f"{path}: not UTF-8 text")
-            except SourceError as exc:
-                if not (many and str(exc).startswith("no Pod or pod template found")):
-                    problems.append(f"{path}: {exc}")
+                problems.append(f"{path}: cannot read: {exc.strerror}")
+            except (SourceError, ReadError) as exc:
+                problems.append(str(exc))
     return Manifests(found, problems, documents)

@@ -1,0 +1,184 @@
+"""Mutation testing of the decision core and the admission contract (mutmut): which changed operators,
+constants and calls no test notices. A bench, not CI: it takes minutes to an hour on two shared cores.
+
+mutmut is installed at run time into a bench-only virtualenv outside the repository
+(`~/.cache/pod-tailor/bench-mutation`, with a `.pth` to this repository's `.venv` for the project's own
+dependencies); the tracked files are copied to a scratch directory (with `../shared` linked beside it)
+and mutated there, never here. Each mutant runs only the tests that reached the mutated function (mutmut
+maps them once), taken from the pure test folders listed in `TESTS`.
+
+Prints, per module, the mutants made, killed and survived and the survival rate; then every survivor
+with its diff. Survivors known to be equivalent (no input can tell them from the original) are listed in
+`EQUIVALENT` with the reason, matched by module and changed lines, and are counted apart.
+
+    .venv/bin/python bench/mutation.py                                  # webhook/core and webhook/admission
+    .venv/bin/python bench/mutation.py --only 'webhook/core/qos.py' --only 'webhook/admission/*'
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import venv
+from collections import Counter, defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH_VENV = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "pod-tailor" / "bench-mutation"
+MUTMUT = "mutmut==3.8.1"
+MUTATED = ("webhook/core/*", "webhook/admission/*")
+# Pure, in-process tests only: no server threads or subprocesses inside a forked mutant.
+TESTS = (
+    "tests/engine", "tests/autoscalers", "tests/boost", "tests/traffic",
+    "tests/server/test_contract.py", "tests/server/test_bounds.py", "tests/server/test_peek.py",
+)
+
+# (module, the mutant's changed lines as "-old" / "+new", stripped) -> why no input can tell it apart.
+EQUIVALENT: dict[tuple[str, tuple[str, ...]], str] = {
+}
+
+
+def bench_python() -> Path:
+    """The bench venv's python, created (with mutmut, and a .pth to the project's venv) on first use."""
+    python = BENCH_VENV / "bin" / "python"
+    if not python.exists():
+        print(f"creating {BENCH_VENV} with {MUTMUT}", file=sys.stderr)
+        venv.create(BENCH_VENV, with_pip=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", MUTMUT], check=True)
+    project = subprocess.run(
+        [str(ROOT / ".venv" / "bin" / "python"), "-c", "import site; print(site.getsitepackages()[0])"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()
+    own = subprocess.run([str(python), "-c", "import site; print(site.getsitepackages()[0])"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    (Path(own) / "pod-tailor-project.pth").write_text(project + "\n")
+    return python
+
+
+def scratch_copy(workdir: Path) -> Path:
+    """The tracked files copied to `workdir/repo`, with `../shared` linked beside its tests."""
+    if workdir.exists():
+        shutil.rmtree(workdir)
+    repo = workdir / "repo"
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for name in filter(None, files.decode().split("\0")):
+        target = repo / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if (ROOT / name).is_file():
+            shutil.copy2(ROOT / name, target)
+    # mutmut runs the tests from repo/mutants, so tests/shared.py looks for repo/shared. The corpus is
+    # beside the clone (../shared), or beside the main checkout for a worktree under /work/wt/.
+    for shared in (ROOT.parent / "shared", ROOT.parents[1] / "shared"):
+        if shared.is_dir():
+            (repo / "shared").symlink_to(shared)
+            break
+    # The same test runs twice in mutmut's process (its stats, then a clean run): Hypothesis would take
+    # the second instance of a test class for a different executor. Deadlines do not fit trampolines.
+    with (repo / "tests" / "conftest.py").open("a") as conftest:
+        conftest.write(
+            "\n\nfrom hypothesis import HealthCheck as _Check, settings as _settings  # bench/mutation.py\n"
+            "_settings.register_profile('mutmut', suppress_health_check=[_Check.differing_executors,"
+            " _Check.too_slow], deadline=None)\n"
+            "_settings.load_profile('mutmut')\n"
+        )
+    return repo
+
+
+def configure(repo: Path, only: list[str]) -> None:
+    """mutmut's settings in the copy's setup.cfg (lists as indented continuation lines)."""
+
+    def listed(values: list[str] | tuple[str, ...]) -> str:
+        return "".join(f"\n    {value}" for value in values)
+
+    (repo / "setup.cfg").write_text(
+        "[mutmut]\n"
+        "source_paths=webhook/\n"
+        f"only_mutate={listed(only)}\n"
+        f"also_copy={listed(['webhook/data/', 'bench/'])}\n"  # tests import bench helpers
+        f"pytest_add_cli_args={listed(['-p', 'no:cacheprovider'])}\n"
+        f"pytest_add_cli_args_test_selection={listed(TESTS)}\n"
+    )
+
+
+def mutmut(python: Path, repo: Path, *args: str, check: bool = True) -> str:
+    command = [str(python), "-m", "mutmut", *args]
+    result = subprocess.run(command, cwd=repo, capture_output=True, text=True)
+    if check and result.returncode != 0:
+        shown = re.sub(r"[^\n]*\r", "", result.stdout)[-3000:]  # without the progress lines
+        raise SystemExit(f"{' '.join(command)} failed:\n{shown}\n{result.stderr[-3000:]}")
+    return result.stdout
+
+
+def module_of(mutant: str) -> str:
+    """`webhook.core.qos.x_f__mutmut_3` -> `webhook/core/qos.py`."""
+    dotted = mutant.split(".x", 1)[0] if ".x" in mutant else mutant.rsplit(".", 1)[0]
+    return dotted.replace(".", "/") + ".py"
+
+
+def changed_lines(diff: str) -> tuple[str, ...]:
+    return tuple(
+        line[0] + line[1:].strip()
+        for line in diff.splitlines()
+        if line[:1] in "-+" and not line.startswith(("---", "+++"))
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", action="append", help="glob of modules to mutate (repeatable)")
+    parser.add_argument("--max-children", type=int, default=2)
+    parser.add_argument("--workdir", type=Path, default=BENCH_VENV.parent / "mutation-run")
+    options = parser.parse_args()
+    only = options.only or list(MUTATED)
+
+    started = time.monotonic()
+    python = bench_python()
+    repo = scratch_copy(options.workdir)
+    configure(repo, only)
+    mutmut(python, repo, "run", "--max-children", str(options.max_children))
+    seconds = time.monotonic() - started
+
+    statuses: dict[str, str] = {}
+    for line in mutmut(python, repo, "results", "--all", "true").splitlines():
+        found = re.match(r"\s*(\S+): (.+)$", line)
+        if found:
+            statuses[found[1]] = found[2].strip()
+    per_module: dict[str, Counter[str]] = defaultdict(Counter)
+    survivors: list[tuple[str, str, str | None]] = []
+    for name, status in sorted(statuses.items()):
+        module = module_of(name)
+        if status == "survived":
+            diff = mutmut(python, repo, "show", name)
+            reason = EQUIVALENT.get((module, changed_lines(diff)))
+            status = "equivalent" if reason else status
+            survivors.append((name, diff, reason))
+        per_module[module][status] += 1
+
+    print(f"mutmut over {', '.join(only)}; tests from {', '.join(TESTS)}; {seconds / 60:.1f} min")
+    print(f"{'module':<40} {'mutants':>7} {'killed':>7} {'survived':>8} {'equiv.':>6} {'other':>6} "
+          f"{'survival':>8}")
+    totals: Counter[str] = Counter()
+    for module, counts in [*sorted(per_module.items()), ("all", totals)]:
+        if module != "all":
+            totals.update(counts)
+        made = sum(counts.values())
+        other = made - counts["killed"] - counts["survived"] - counts["equivalent"]
+        rate = counts["survived"] / made if made else 0.0
+        print(f"{module:<40} {made:>7} {counts['killed']:>7} {counts['survived']:>8} "
+              f"{counts['equivalent']:>6} {other:>6} {rate:>8.1%}")
+    print("\nsurvival: survived (equivalents apart) over all mutants; other: no test reached the mutant, or"
+          " it timed out (`mutmut results` in the workdir)\n")
+    for name, diff, reason in survivors:
+        print(f"== {name}: {'equivalent: ' + reason if reason else 'SURVIVED'}")
+        print("\n".join(line for line in diff.splitlines()
+                        if line[:1] in "-+" and line[:3] not in ("---", "+++")))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

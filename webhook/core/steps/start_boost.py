@@ -1,0 +1,27 @@
+"""Step: the start-up CPU boost (`webhook.core.boostpod`), when the policy turns it on.
+
+Reads the injections so far (the sized requests), `holds`, `pod_level`, the profiles and the server
+version. Adds the boosted requests, `resizePolicy`, the boost label and record, and notes for what
+was not boosted.
+"""
+
+from __future__ import annotations
+
+from webhook.core.boostpod import apply_boost
+from webhook.core.steps.context import Context, Step
+
+__all__ = ["STEP"]
+
+
+def _run(ctx: Context) -> None:
+    if not (ctx.policy.startup_boost.enabled and "resources" in ctx.features and ctx.serving_pod):
+        return
+    if ctx.windows:
+        return
+    ctx.injections += apply_boost(
+        ctx.pod, ctx.sizeable, policy=ctx.policy, profiles=ctx.profiles, injections=ctx.injections,
+        facts=ctx.facts, holds=ctx.holds, pod_level=ctx.pod_level, patch=ctx.patch, notes=ctx.notes,
+    )
+
+
+STEP = Step("start-up boost", _run)
