@@ -17,6 +17,7 @@ from webhook.core.holds import AutoscalerPolicy, autoscaler_policy
 from webhook.core.inplace import InPlacePolicy, in_place_policy
 from webhook.core.quantity import QuantityError, parse
 from webhook.core.routes import PathKind
+from webhook.core.statistic import UsageStatistic, usage_statistic
 
 __all__ = [
     "FEATURES",
@@ -119,6 +120,8 @@ class Policy:
     sleeps_by_path: PathSleeps = PathSleeps()
     startup_boost: BoostPolicy = field(default_factory=BoostPolicy)  # webhook.core.boost
     in_place: InPlacePolicy = field(default_factory=InPlacePolicy)  # webhook.core.inplace
+    # profiles.cpu / profiles.memory: which statistic sizes the requests (webhook.core.statistic)
+    usage: UsageStatistic = field(default_factory=UsageStatistic)
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,7 +253,7 @@ def _policy(name: str, reader: _Reader) -> Policy:
     unknown = set(resources.data) - set(MANAGED_RESOURCES)
     if unknown:
         raise PolicyError(f"{resources.path}: unknown resource {sorted(unknown)[0]!r}")
-    profiles = reader.child("profiles").only("use", "minConfidence", "startupCpuInLimit")
+    profiles = reader.child("profiles").only("use", "minConfidence", "startupCpuInLimit", "cpu", "memory")
     probes = reader.child("probes").only("httpPath", "readiness", "startup", "liveness")
     pre_stop = reader.child("preStop").only(
         "sleepSeconds", "sleepSecondsByPath", "whenVersionUnknown", "allowExec"
@@ -284,6 +287,7 @@ def _policy(name: str, reader: _Reader) -> Policy:
         ),
         startup_boost=boost_policy(reader.child("startupBoost")),
         in_place=in_place_policy(reader.child("inPlace")),
+        usage=usage_statistic(profiles),
     )
 
 
