@@ -18,6 +18,9 @@ import mode). Usage::
 Any resource path works: core resources (namespaces, configmaps, limitranges, pods, secrets, ...) are
 registered up front; `kube.register("/apis/pod-tailor.io/v1alpha1", "workloadprofiles", "WorkloadProfile")`
 adds others (custom resources keep `apiVersion`/`kind` on list items, as the real server does).
+Writes are logged in `kube.mutations` (method, path, body). `kube.serve_version(1, 35)` answers as that
+version (discovery lists `pods/resize` from 1.33 unless `resize_served` is False); `with kube.lagging():`
+holds watch events back, as a slow watch cache does.
 Supported: GET (object, list with `limit`/`continue`, `labelSelector` equality, `fieldSelector` on
 metadata.name/metadata.namespace), `watch=1` with `resourceVersion`, `allowWatchBookmarks`,
 `timeoutSeconds`; POST (with `generateName` and `dryRun=All`), PUT (optimistic concurrency on
@@ -81,6 +84,8 @@ _CORE = (
     Resource("/api/v1", "secrets", "Secret"),
     Resource("/api/v1", "services", "Service"),
     Resource("/api/v1", "events", "Event"),
+    Resource("/api/v1", "nodes", "Node", namespaced=False),
+    Resource("/api/v1", "resourcequotas", "ResourceQuota"),
     Resource("/apis/apps/v1", "deployments", "Deployment"),
     Resource("/apis/apps/v1", "replicasets", "ReplicaSet"),
     Resource("/apis/apps/v1", "statefulsets", "StatefulSet"),
@@ -286,6 +291,10 @@ class FakeKube:
     # What the kubelet does with an accepted resize: "done" (applied at once), "InProgress",
     # "Deferred" or "Infeasible" (the PodResizePending reasons of 1.33).
     resize_outcome: str = "done"
+    # Whether discovery lists `pods/resize` (from 1.33, unless the InPlacePodVerticalScaling gate is off).
+    resize_served: bool = True
+    # Every write as (method, path?query, body): what a controller changed, and nothing else.
+    mutations: list[tuple[str, str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._resources: dict[tuple[str, str], Resource] = {(r.prefix, r.plural): r for r in _CORE}
@@ -298,6 +307,7 @@ class FakeKube:
         self._failures: list[tuple[str, int]] = []  # (path prefix, HTTP code), consumed in order
         self._webhooks: list[MutatingWebhook] = []
         self._server: ThreadingHTTPServer | None = None
+        self._paused: list[_Event] | None = None  # events held back from the watches (see `lagging`)
 
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self) -> FakeKube:
@@ -367,6 +377,26 @@ class FakeKube:
         with self._cond:
             found = self._lookup(resource, namespace, name)
             return copy.deepcopy(found) if found else None
+
+    def serve_version(self, major: int, minor: int, patch: int = 0) -> None:
+        """Answer `/version` as a `major.minor.patch` API server does."""
+        self.version = {**self.version, "major": str(major), "minor": str(minor),
+                        "gitVersion": f"v{major}.{minor}.{patch}"}
+
+    @contextlib.contextmanager
+    def lagging(self) -> Iterator[None]:
+        """Watches fall behind: changes made inside are stored (and answered to GETs and writes) but
+        reach the open watches only at the end, as a slow watch cache delivers them."""
+        with self._cond:
+            self._paused = []
+        try:
+            yield
+        finally:
+            with self._cond:
+                held, self._paused = self._paused or [], None
+                for event in held:
+                    self._publish(event)
+                self._cond.notify_all()
 
     def bookmark(self) -> None:
         """Send a BOOKMARK with the current resourceVersion to every watch that asked for them."""
@@ -484,6 +514,9 @@ class FakeKube:
         return obj
 
     def _publish(self, event: _Event) -> None:
+        if self._paused is not None:
+            self._paused.append(event)
+            return
         self._history.append(event)
         for watch in list(self._watches):
             seen = event.seen_by(watch.filter)
@@ -554,7 +587,7 @@ class FakeKube:
                      **({"shortNames": list(SHORT_NAMES[r.plural])} if r.plural in SHORT_NAMES else {})}
                     for r in resources
                     if r.prefix == path
-                ],
+                ] + self._subresources(path),
             }  # fmt: skip
         if path == "/openapi/v3":
             return {
@@ -578,6 +611,15 @@ class FakeKube:
                 for r in resources if r.prefix == prefix
             }}  # fmt: skip
         return None
+
+    def _subresources(self, path: str) -> list[Obj]:
+        """`pods/resize` in /api/v1 discovery, as a 1.33+ server with in-place resize on lists it."""
+        minor = int("".join(ch for ch in self.version.get("minor", "0") if ch.isdigit()) or 0)
+        version = (int(self.version.get("major", "1")), minor)
+        if path != "/api/v1" or not self.resize_served or version < (1, 33):
+            return []
+        return [{"name": "pods/resize", "singularName": "", "namespaced": True, "kind": "Pod",
+                 "verbs": ["get", "patch", "update"]}]
 
     def _forget(self, watch: _Watch) -> None:
         if watch in self._watches:
@@ -666,7 +708,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _body(self) -> Any:
         length = int(self.headers.get("Content-Length") or 0)
-        return json.loads(self.rfile.read(length) or b"null")
+        body = json.loads(self.rfile.read(length) or b"null")
+        with self.fake._cond:
+            self.fake.mutations.append((self.command, self.path, copy.deepcopy(body)))
+        return body
 
     def _route(self) -> tuple[Resource | None, str | None, str | None, dict[str, list[str]]]:
         """Map a path to (resource, namespace or None for all, object name or None, query)."""
@@ -925,7 +970,8 @@ class _Handler(BaseHTTPRequestHandler):
             problem = _resize_problem(current, patched)
             if problem is not None:
                 field_path, message = problem
-                cause = {"reason": "FieldValueForbidden", "message": message, "field": field_path}
+                kind = "FieldValueInvalid" if message.startswith("Invalid") else "FieldValueForbidden"
+                cause = {"reason": kind, "message": message, "field": field_path}
                 text = f'Pod "{name}" is invalid: {field_path}: {message}'
                 self._error(422, "Invalid", text, name=name, kind="Pod", causes=[cause])
                 return
@@ -937,6 +983,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_DELETE(self) -> None:
         if not self._pre("DELETE"):
             return
+        with self.fake._cond:
+            self.fake.mutations.append(("DELETE", self.path, None))
         resource, namespace, name, _ = self._route()
         if resource is None or name is None:
             self._error(404, "NotFound", "the server could not find the requested resource")
@@ -1010,8 +1058,10 @@ def _resize_problem(before: Obj, after: Obj) -> tuple[str, str] | None:
                     return where, only
                 if set(was) - set(now):
                     return where, "Forbidden: resource requests and limits cannot be removed"
-    if _qos(before) != _qos(after):
-        return "spec", "Forbidden: Pod QOS Class may not change as a result of resizing"
+    # ValidatePodResize compares the class the Pod was created with (status.qosClass) with the new shape.
+    started = (before.get("status") or {}).get("qosClass") or _qos(before)
+    if started != _qos(after):
+        return "spec", f'Invalid value: "{started}": Pod QOS Class may not change as a result of resizing'
     return None
 
 

@@ -198,7 +198,7 @@ class TestWhenTheResizeDoesNotGoThrough:
             wait_until(lambda: finished(stored(kube)), what="given up")
         outcome = finished(stored(kube))
         assert outcome.startswith(
-            'failed: resize refused: Pod "web-1" is invalid: spec: Forbidden: Pod QOS Class'
+            'failed: resize refused: Pod "web-1" is invalid: spec: Invalid value: "Guaranteed": Pod QOS Class'
         )
         assert cpu(stored(kube)) == ("1400m", "1400m")
         assert running.count("failures", "refused") == 1

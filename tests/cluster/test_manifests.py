@@ -404,14 +404,21 @@ class TestTheStartupBoostComponent:
         assert container["securityContext"]["readOnlyRootFilesystem"] is True
 
     def test_rbac_is_exactly_the_calls_the_controller_makes(self, objects: list[dict[str, Any]]) -> None:
-        assert find(objects, "ClusterRole", "pod-tailor-boost-controller")["rules"] == [
+        assert find(objects, "ClusterRole", "pod-tailor-boost-controller")["rules"][:2] == [
             {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch", "patch"]},
             {"apiGroups": [""], "resources": ["pods/resize"], "verbs": ["patch"]},
         ]
+        webhook = find(objects, "ClusterRole", "pod-tailor-webhook")["rules"]
+        rightsize = find(objects, "ClusterRole", "pod-tailor-boost-controller")["rules"][2:]
+        # In-place right-sizing reads every collection the webhook reads, plus nodes and quotas.
+        read = {(g, r) for rule in rightsize for g in rule["apiGroups"] for r in rule["resources"]}
+        assert {(g, r) for rule in webhook for g in rule["apiGroups"] for r in rule["resources"]} <= read
+        assert {("", "nodes"), ("", "resourcequotas"), ("metrics.k8s.io", "pods"), ("", "events")} <= read
         assert find(objects, "Role", "pod-tailor-boost-controller")["rules"] == [
             {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
              "resourceNames": ["pod-tailor-boost-controller"], "verbs": ["get", "update"]},
             {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list", "watch"]},
         ]
         for kind in ("ClusterRoleBinding", "RoleBinding"):
             (subject,) = find(objects, kind, "pod-tailor-boost-controller")["subjects"]

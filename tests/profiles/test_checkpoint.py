@@ -33,8 +33,8 @@ def _build(history: History, kept: Checkpoint | None, *, end: float = scenarios.
         prom.close()
 
 
-def rows(*found: SliceRecord) -> SliceRecords:
-    out = SliceRecords(2)
+def rows(*found: SliceRecord, width: int = 2) -> SliceRecords:
+    out = SliceRecords(width)
     out.extend(found)
     return out
 
@@ -220,7 +220,8 @@ class TestIncrementalBuilds:
     ) -> None:
         result, kept = cold
         doctored = Checkpoint(kept.key, {
-            bounds: rows(*(r._replace(memory_peak=(r.memory_peak or 0) * 10) for r in found))
+            bounds: rows(*(r._replace(memory_peak=(r.memory_peak or 0) * 10) for r in found),
+                         width=found.width)
             for bounds, found in kept.slices.items()
         }, unit=kept.unit)
         again = _build(history, doctored)

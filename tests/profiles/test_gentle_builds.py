@@ -214,7 +214,7 @@ class TestTheBudget:
         assert len(peaks) > 20
         assert max(peaks) <= budget * 1.1
         assert any("shards of <= 20,000 samples" in line for line in said)
-        assert unlimited.peak_samples > 10 * budget  # the unsplit build's largest query, for scale
+        assert unlimited.peak_samples > 5 * budget  # the unsplit build's largest query, for scale
 
     def test_a_server_limit_of_a_twentieth_of_the_history_is_met_by_splitting_on_refusal(
         self, three: tuple[PromServer, int], unlimited: BuildResult, tmp_path: Path
@@ -223,8 +223,10 @@ class TestTheBudget:
         copy = tmp_path / "data"
         shutil.copytree(server.data_dir, copy, ignore=shutil.ignore_patterns("lock", "wal", "chunks_head"))
         with PromServer(copy, max_samples=total // 20) as limited:
-            found, said = _build(limited.url)  # the default budget (5 M) is far above this server's limit
-        assert found.document.workloads == unlimited.document.workloads
+            # The default budget (5 M) is far above this server's limit; the CPU pass at every step
+            # (the rebuild's: the exact statistic's estimate reads a fifth of them).
+            found, said = _build(limited.url, exact_cpu=False)
+        assert found.document.workloads == _build(server.url, exact_cpu=False)[0].document.workloads
         assert found.refusals > 0
         assert not found.unread
         assert any("split-on-refusal" in line for line in said)

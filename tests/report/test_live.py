@@ -250,3 +250,34 @@ def test_resources_the_author_set_are_kept(
     assert code == 0
     assert document is not None
     assert document["workloads"][0]["containers"][0]["sources"]["requests.cpu"] == {"from": "author"}
+
+
+class TestResizedInPlace:
+    def test_the_report_says_which_pods_were_resized_in_place_and_which_wait(
+        self, capsys: pytest.CaptureFixture[str], cluster: Path, kube: FakeKube
+    ) -> None:
+        from webhook.core.resizemark import RESIZED_ANNOTATION, Change, Entry, history_text
+
+        record = history_text(
+            (), Entry(1_790_000_000.0, (Change("main", "requests.cpu", "500m", "350m"),), "x")
+        )
+        for index, pending in ((0, False), (1, True)):
+            found = owned(pod(f"web-6d8f7c9b4-r{index}abc", "shop"), "ReplicaSet", "web-6d8f7c9b4")
+            found["metadata"]["labels"] = {"pod-template-hash": "6d8f7c9b4"}
+            found["metadata"]["annotations"] = {RESIZED_ANNOTATION: record}
+            found["status"]["containerStatuses"] = [{"name": "main", "resources": {}}]
+            if pending:
+                found["status"]["conditions"] = [{"type": "PodResizePending", "status": "True",
+                                                  "reason": "Deferred", "message": "cpu"}]  # fmt: skip
+            kube.put(found)
+        code, document, _ = report(capsys, cluster)
+        assert code == 0
+        assert document is not None
+        assert document["inPlace"] == {
+            "shop/Deployment/web": "2 of 3 Pods resized in place, 1 pending (deferred)"
+        }
+        code = main(["report", "--kubeconfig", str(cluster), "-o", "table"])
+        assert (
+            "shop/Deployment/web: 2 of 3 Pods resized in place, 1 pending (deferred)"
+            in capsys.readouterr().out
+        )

@@ -31,7 +31,7 @@ COMMANDS = (
     "webhook.commands.certs",
     "webhook.commands.report",
     "webhook.commands.dashboard",
-    "webhook.commands.boost_controller",
+    "webhook.commands.rightsize",
 )
 PIPE_CLOSED = 141  # what a shell shows for a process ended by SIGPIPE (`pod-tailor ... | head`)
 

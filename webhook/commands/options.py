@@ -12,13 +12,16 @@ from pathlib import Path
 from webhook.commands.failures import InputError
 from webhook.commands.parser import group, old_name, typed
 from webhook.config import values
+from webhook.config.policies import load_policy_text
 from webhook.config.settings import PROMETHEUS_FIELDS, add_arguments, load_settings
+from webhook.core.policy import PolicyError
+from webhook.core.statistic import CpuStatistic
 from webhook.profiles.build import BuildSettings
 from webhook.profiles.checkpoint import default_checkpoint_path
 from webhook.profiles.connection import PrometheusConnection
 from webhook.profiles.runner import BuildRun, open_store
 from webhook.profiles.store import PROFILES_VARIABLE, ProfileStore, default_store_path
-from webhook.profiles.strategy import StrategySettings
+from webhook.profiles.strategy import AGGREGATES, StrategySettings
 
 __all__ = [
     "add_build_options",
@@ -117,16 +120,33 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
         "--namespace", action="append", default=[], help="only this namespace (repeatable; default: all)"
     )
     build.add_argument(
-        "--step", type=duration, default=defaults.step, help=f"usage resolution [{defaults.step}]"
+        "--step", type=duration, default=defaults.step,
+        help=f"usage resolution; raised to the data's own interval when coarser [{defaults.step}]",
     )
     build.add_argument(
-        "--rate-window", type=duration, default=defaults.rate_window,
-        help=f"rate() window over the CPU counter, >= 2 scrape intervals [{defaults.rate_window}]",
+        "--rate-window", type=typed(_rate_window), default=defaults.rate_window,
+        help="rate() window over the CPU counter: auto (2 scrape intervals, the shortest valid) or a"
+        f" duration, raised to 2 intervals when shorter [{defaults.rate_window}]",
     )
     build.add_argument(
         "--percentile", type=typed(values.number_between(0, 100, low_open=True)),
         default=strategy.cpu_percentile,
         help=f"CPU request percentile [{strategy.cpu_percentile:g}]",
+    )
+    build.add_argument(
+        "--aggregate", choices=AGGREGATES, default=strategy.cpu_aggregate,
+        help="CPU percentile of every Pod's points together (pooled) or the largest Pod's own"
+        f" (maxPerPod, as KRR) [{strategy.cpu_aggregate}]",
+    )
+    build.add_argument(
+        "--no-exact-cpu", dest="exact_cpu", action="store_false",
+        help="rebuild the CPU percentile from each Pod's quantiles instead of counting it exactly"
+        " (cheaper; a few percent off when Pods differ)",
+    )
+    build.add_argument(
+        "--statistics-from", metavar="POLICY_FILE", type=Path,
+        help="also count the CPU statistics this policy file's policies name (profiles.cpu), for"
+        " the webhook to size their workloads with",
     )
     build.add_argument(
         "--memory-margin", type=typed(values.number_between(0, 10)), default=strategy.memory_margin,
@@ -256,6 +276,7 @@ def build_settings(args: argparse.Namespace) -> BuildSettings:
     try:
         strategy = StrategySettings(
             cpu_percentile=args.percentile,
+            cpu_aggregate=args.aggregate,
             memory_margin=args.memory_margin,
             min_hours=args.min_hours,
             min_samples=args.min_samples,
@@ -274,9 +295,24 @@ def build_settings(args: argparse.Namespace) -> BuildSettings:
             startup_lookback=args.startup_lookback,
             summary_days=args.summary_days,
             strategy=strategy,
+            statistics=_policy_statistics(args.statistics_from),
+            exact_cpu=args.exact_cpu,
         )
-    except ValueError as exc:
+    except (ValueError, PolicyError, OSError) as exc:
         raise InputError(str(exc)) from None
+
+
+def _rate_window(text: str) -> str:
+    """`auto` or a duration."""
+    return "auto" if text.strip() == "auto" else values.duration(text)
+
+
+def _policy_statistics(path: Path | None) -> tuple[CpuStatistic, ...]:
+    """Every CPU statistic the policies of `path` name (none without a file)."""
+    if path is None:
+        return ()
+    policies = load_policy_text(path.read_text(encoding="utf-8"))
+    return tuple(sorted({s for policy in policies.policies.values() for s in policy.usage.statistics()}))
 
 
 def build_run(args: argparse.Namespace) -> BuildRun:

@@ -10,6 +10,7 @@ shown, 3 with --exit-code when anything would change (a CI gate on manifests).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import shutil
 import sys
 from pathlib import Path
@@ -138,7 +139,7 @@ def _live(args: argparse.Namespace, configured: _Configured, usage: Usage, progr
         progress=progress,
     )
     problems = [*view.problems, *([usage.problem] if usage.problem else [])]
-    return build_report(
+    report = build_report(
         view.workloads,
         cluster=view.cluster,
         profiles=usage.snapshot,
@@ -148,6 +149,7 @@ def _live(args: argparse.Namespace, configured: _Configured, usage: Usage, progr
         assume_opted_in=args.all_namespaces,
         problems=problems,
     )
+    return dataclasses.replace(report, in_place=view.in_place)
 
 
 def _main(args: argparse.Namespace) -> int:

@@ -1,1 +1,1 @@
-"""Long-running controllers that act on the cluster (leader election, giving start-up CPU back)."""
+"""Long-running controllers that act on the cluster (leader election, profile builds, resizing Pods)."""

@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
+
+from webhook.core.resizemark import unstamp
 
 __all__ = [
     "BOOSTED_LABEL",
@@ -83,18 +84,9 @@ def read_record(annotations: Mapping[str, Any]) -> BoostRecord | None:
         return None
 
 
-def _time(text: object) -> float | None:
-    if not isinstance(text, str):
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
 def started_at(pod: Mapping[str, Any]) -> float | None:
     """When the Pod started (the kubelet's `status.startTime`, else its creation), in Unix seconds."""
-    return _time(_section(pod, "status").get("startTime")) or _time(
+    return unstamp(_section(pod, "status").get("startTime")) or unstamp(
         _section(pod, "metadata").get("creationTimestamp")
     )
 
@@ -128,7 +120,8 @@ def revert_due(pod: Mapping[str, Any], record: BoostRecord, *, now: float) -> Du
         at = started + record.extra_seconds
         return Due(now >= at, f"{record.extra_seconds}s after the start", at=min(at, deadline))
     ready = [c for c in status.get("conditions") or () if isinstance(c, Mapping) and c.get("type") == "Ready"]
-    since = _time(ready[0].get("lastTransitionTime")) if ready and ready[0].get("status") == "True" else None
+    ready_true = ready and ready[0].get("status") == "True"
+    since = unstamp(ready[0].get("lastTransitionTime")) if ready_true else None
     if since is None:
         return Due(False, "not Ready yet", at=deadline)
     at = since + record.extra_seconds

@@ -33,6 +33,7 @@ from webhook.core.policy import Policy
 from webhook.core.profile import WorkloadProfiles
 from webhook.core.qos import qos_class
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
+from webhook.core.statistic import for_workload
 from webhook.core.steps import check_headroom, hold, probe, shut_down, size, start_boost
 from webhook.core.steps.context import Context, Step, open_context
 from webhook.core.workload import WorkloadKey, pod_workload
@@ -151,10 +152,13 @@ def decide(
         return settings, Decision(skipped=f"not a usable Pod: {problem}", policy=policy.name)
     if workload is None:
         workload = pod_workload(pod, namespace)
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    sized, statistic_notes = for_workload(profiles.for_workload(workload), policy.usage, annotations)
+    notes += statistic_notes
     decision = _tailor_checked(
         pod,
         policy=policy,
-        profiles=profiles.for_workload(workload),
+        profiles=sized,
         facts=cluster.facts_for(namespace),
         workload=workload,
     )

@@ -14,8 +14,10 @@ from typing import Any, TypeVar
 
 from webhook.core.boost import BoostPolicy, boost_policy
 from webhook.core.holds import AutoscalerPolicy, autoscaler_policy
+from webhook.core.inplace import InPlacePolicy, in_place_policy
 from webhook.core.quantity import QuantityError, parse
 from webhook.core.routes import PathKind
+from webhook.core.statistic import UsageStatistic, usage_statistic
 
 __all__ = [
     "FEATURES",
@@ -117,6 +119,9 @@ class Policy:
     autoscalers: AutoscalerPolicy  # the HPA/VPA rule and the step limit (webhook.core.holds)
     sleeps_by_path: PathSleeps = PathSleeps()
     startup_boost: BoostPolicy = field(default_factory=BoostPolicy)  # webhook.core.boost
+    in_place: InPlacePolicy = field(default_factory=InPlacePolicy)  # webhook.core.inplace
+    # profiles.cpu / profiles.memory: which statistic sizes the requests (webhook.core.statistic)
+    usage: UsageStatistic = field(default_factory=UsageStatistic)
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,14 +246,14 @@ def _probe(reader: _Reader, *, readiness: bool) -> ProbeShape:
 def _policy(name: str, reader: _Reader) -> Policy:
     reader.only(
         "features", "resources", "limitRanger", "profiles", "probes", "preStop", "drainSeconds",
-        "autoscalers", "startupBoost",
+        "autoscalers", "startupBoost", "inPlace",
     )
     features = reader.child("features").only(*FEATURES)
     resources = reader.child("resources")
     unknown = set(resources.data) - set(MANAGED_RESOURCES)
     if unknown:
         raise PolicyError(f"{resources.path}: unknown resource {sorted(unknown)[0]!r}")
-    profiles = reader.child("profiles").only("use", "minConfidence", "startupCpuInLimit")
+    profiles = reader.child("profiles").only("use", "minConfidence", "startupCpuInLimit", "cpu", "memory")
     probes = reader.child("probes").only("httpPath", "readiness", "startup", "liveness")
     pre_stop = reader.child("preStop").only(
         "sleepSeconds", "sleepSecondsByPath", "whenVersionUnknown", "allowExec"
@@ -281,6 +286,8 @@ def _policy(name: str, reader: _Reader) -> Policy:
             load_balancer=by_path.integer("loadBalancer", low=1, high=3600),
         ),
         startup_boost=boost_policy(reader.child("startupBoost")),
+        in_place=in_place_policy(reader.child("inPlace")),
+        usage=usage_statistic(profiles),
     )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 
 from webhook.core.workload import WorkloadKey
@@ -31,6 +31,15 @@ class Evidence:
     memory_margin: float  # e.g. 0.15 for +15 % over the peak
     confidence: float  # 0..1, grows with hours and samples
     oom_kills: int = 0
+    # Which CPU statistic the request is (`pooled`: the percentile of every Pod's points together;
+    # `maxPerPod`: the largest Pod's own percentile), read at what resolution, and its value before
+    # rounding (cores) with how close to exact it is (relative; 0.005 = within 0.5 %).
+    cpu_aggregate: str = "pooled"
+    cpu_step: str = ""
+    cpu_rate_window: str = ""
+    cpu_value: float | None = None
+    cpu_within: float | None = None
+    memory_peak: float | None = None  # bytes: the peak working set the memory request adds the margin to
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +76,9 @@ class Recommendation:
     totals: UsageTotals | None = None  # the workload's peak total usage of this container
     built_at: float | None = None  # when this recommendation was built (unix s); None: unknown
     trail: tuple[TrailPoint, ...] = ()  # earlier builds' recommendations, oldest first, one a day
+    # Other CPU statistics the build counted, for the policies that name them (`core.statistic`):
+    # key `<percentile>/<aggregate>/<rate window>` -> cores, rounded as `cpu` is.
+    cpu_by: Mapping[str, Decimal] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

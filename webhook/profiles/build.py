@@ -18,18 +18,21 @@ from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from webhook.core.profile import ContainerProfile
+from webhook.core.profile import ContainerProfile, Recommendation
+from webhook.core.statistic import CpuStatistic
 from webhook.core.workload import WorkloadKey
 from webhook.profiles import queries
 from webhook.profiles.checkpoint import Checkpoint, checkpoint_key
 from webhook.profiles.connection import PrometheusConnection
+from webhook.profiles.cpustat import exact_cpu
 from webhook.profiles.followups import fetch_short_series, seen_without_start
 from webhook.profiles.followups import startups as read_startups
 from webhook.profiles.identity import Owners
 from webhook.profiles.passes import Meter, Passes
 from webhook.profiles.prometheus import Prometheus, PrometheusError, Sample
+from webhook.profiles.resolution import AUTO, Resolution, choose
 from webhook.profiles.shards import Shard, estimate, plan
-from webhook.profiles.sizing import Live, read_scrape
+from webhook.profiles.sizing import Live, Scrape, read_scrape
 from webhook.profiles.slices import (
     SeriesId,
     StatsBySeries,
@@ -37,7 +40,7 @@ from webhook.profiles.slices import (
     series_id,
 )
 from webhook.profiles.store import ProfileDocument, WorkloadEntry
-from webhook.profiles.strategy import ContainerHistory, StrategySettings, recommend
+from webhook.profiles.strategy import ContainerHistory, StrategySettings, recommend, round_up
 from webhook.profiles.summarize import summarize
 from webhook.profiles.totals import STEP, Scope, attach_totals, fetch_totals, hpa_scope
 
@@ -46,13 +49,19 @@ __all__ = ["BuildResult", "BuildSettings", "IncrementalBuild", "build_profiles"]
 Progress = Callable[[str], None]
 
 
+SEED_EVERY = 5  # see `BuildSettings.seed_every`
+
+
 @dataclass(frozen=True, slots=True)
 class BuildSettings:
     """What to read from Prometheus; the strategy decides what the numbers mean."""
 
     window: str = "14d"  # how much history to read
     step: str = "1m"  # resolution of the usage series (subquery and range step)
-    rate_window: str = "5m"  # the `rate()` window over the CPU counter (>= 2 scrape intervals)
+    # The usage step; raised to the data's own interval when that is coarser (`resolution`).
+    # The `rate()` window over the CPU counter: `auto` (two scrape intervals, the shortest valid) or
+    # a duration (raised to two intervals when shorter).
+    rate_window: str = AUTO
     # Hours of history come from each container's start time and sample count; only for series
     # without a start time (no cadvisor `container_start_time_seconds`) is a subquery asked when
     # each was first and last seen, at this coarse step (it costs a pass per step).
@@ -84,20 +93,43 @@ class BuildSettings:
     # share of the pooled percentile is exact rather than interpolated between a few quantiles.
     raw_limit: int = 200
     raw_budget: int = 2_000_000  # at most this many values fetched whole per build (memory bound)
+    # The exact CPU statistic's queries (`exact`) hold one branch per pool, up to this much PromQL
+    # text each (VictoriaMetrics refuses more than 16 KB by default; Prometheus sets no limit).
+    max_query_bytes: int = 16_000
+    # Count the CPU statistic exactly (`exact`); off: rebuilt from each series' quantiles, a few
+    # percent off when Pods differ (kept for comparison and for backends that cannot count).
+    exact_cpu: bool = True
+    # Further CPU statistics to count for the policies that name them (`core.statistic`), each one
+    # more set of counting rounds; stored per container beside the build's own (`cpu_by`).
+    statistics: tuple[CpuStatistic, ...] = ()
     summary_days: int = 7  # days of hourly usage for the drawable summaries (`summarize`); 0: none
     strategy: StrategySettings = field(default_factory=StrategySettings)
 
     def __post_init__(self) -> None:
         for name in ("window", "step", "rate_window", "coverage_step", "startup_lookback"):
-            queries.duration(getattr(self, name))  # raises ValueError naming the bad text
+            if not (name == "rate_window" and self.rate_window == AUTO):
+                queries.duration(getattr(self, name))  # raises ValueError naming the bad text
         if queries.duration(self.step) > queries.duration(self.window):
             raise ValueError(f"step {self.step} is longer than the window {self.window}")
+
+    def seed_every(self) -> int:
+        """The big pass reads every n-th step's usage: when the statistic is counted exactly (`exact`)
+        its quantile only places the first thresholds, and a fifth of the points estimates it well
+        for a fifth of Prometheus' time; otherwise every step (the rebuild is the answer)."""
+        return SEED_EVERY if self.exact_cpu and not self.cpu_rate_metric else 1
+
+    def cpu_grid(self) -> tuple[float, ...]:
+        """The CPU quantiles the big pass asks per series and slice: the target alone when the
+        statistic is counted exactly (its estimate needs no more), else the target and the max for
+        the rebuild (`strategy.mixture_quantile`). Each is a full evaluation of the usage."""
+        grid = self.strategy.quantile_grid()
+        return (round(self.strategy.quantile, 6),) if self.exact_cpu and self.strategy.quantile < 1 else grid
 
     def checkpoint_key(self, url: str) -> str:
         """What the slice records of a build with these settings depend on (see `checkpoint`)."""
         return checkpoint_key(url, namespaces=self.namespaces, resolution=(self.step, self.rate_window),
                               cpu_metric=self.cpu_rate_metric or queries.CPU_METRIC,
-                              quantiles=self.strategy.quantile_grid())
+                              quantiles=(*self.cpu_grid(), self.seed_every()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,8 +157,7 @@ def _planned_passes(
     prom: Prometheus,
     settings: BuildSettings,
     *,
-    live: Live,
-    interval: float,
+    scrape: Scrape,
     end: float,
     progress: Progress,
     checkpoint: Checkpoint | None,
@@ -134,11 +165,15 @@ def _planned_passes(
 ) -> Passes:
     """The big passes' time slices and shards, from the live series of each namespace and container."""
     window, step = queries.duration(settings.window), queries.duration(settings.step)
+    live, interval = scrape.live, scrape.interval()
     total = _total(live)
-    slices = settings.slices or auto_slices(series=total, window=window, interval=interval,
+    # A CPU subquery holds a point per step, the memory pass one per raw sample: the finer counts.
+    slices = settings.slices or auto_slices(series=total, window=window,
+                                            interval=min(step, interval) if interval > 0 else step,
                                             samples_per_query=settings.samples_per_query)
     span = window / slices
-    resolution = min(step, interval)  # a CPU subquery has a point per step, a memory pass per sample
+    resolution = {ns: min(step, found) if found > 0 else step for ns, found in scrape.intervals().items()}
+    finest = min(resolution.values(), default=float(step))
     known: list[str] = list(settings.namespaces)
 
     def namespaces() -> list[str]:
@@ -149,15 +184,22 @@ def _planned_passes(
         return known
 
     shards = [Shard()]
-    if estimate(total, span=span, resolution=resolution) > settings.max_samples:
+    if estimate(total, span=span, resolution=finest) > settings.max_samples:
         counts: Live = {namespace: {} for namespace in namespaces()} | live
         shards = plan(counts, span=span, resolution=resolution, budget=settings.max_samples)
     sharded = f" x {len(shards)} shards of <= {settings.max_samples:,} samples" if len(shards) > 1 else ""
-    progress(f"  {total:.0f} live series every {interval:g}s: the big passes in {slices} slice(s)"
+    progress(f"  {total:.0f} live series every {interval:g}s at a {step}s step: the big passes in "
+             f"{slices} slice(s)"
              + (" or more, on whole days" if checkpoint else "") + sharded)
     planned = dataclasses.replace(settings, slices=slices)
     return Passes(prom, settings=planned, end=end, shards=shards, namespaces=namespaces,
                   progress=progress, checkpoint=checkpoint, meter=meter)
+
+
+def _resolved(settings: BuildSettings, resolution: Resolution) -> BuildSettings:
+    """`settings` at the step and rate window `resolution` chose (what every query of the build uses)."""
+    return dataclasses.replace(settings, step=queries.promql_duration(resolution.step),
+                               rate_window=queries.promql_duration(resolution.rate_window))
 
 
 def _total(live: Live) -> float:
@@ -247,6 +289,7 @@ def _build(
     # Worked on as a copy and handed back only if no answer came with warnings: partial answers
     # are never kept, whoever keeps the checkpoint (the command's file, `serve`'s memory).
     working = checkpoint.copy() if checkpoint is not None else None
+    asked_rate = settings.rate_window  # `auto` or a duration: what a policy's statistic names
     window, ns = queries.duration(settings.window), settings.namespaces
     step = queries.duration(settings.step)
     lookback = min(window, queries.duration(settings.startup_lookback))
@@ -260,21 +303,23 @@ def _build(
         # The scrape interval and the live series size the big passes (and the rate window every CPU
         # query uses): asked first, one small query (its median over a share of the Pods, when
         # kube-state-metrics says there are many).
-        per_hour, live = read_scrape(prom, ns, end=end, pods=_pods_known(hpas_f))
-        interval = 3600 / per_hour if per_hour > 0 else float(step)
-        rate = queries.duration(settings.rate_window)
-        if not settings.cpu_rate_metric:
-            rate, raised = queries.safe_rate_window(rate, interval=interval)
-            if raised:
-                notes.append(raised)
-                progress(f"  warning: {raised}")
-                settings = dataclasses.replace(settings, rate_window=queries.promql_duration(rate))
+        scrape = read_scrape(prom, ns, end=end, pods=_pods_known(hpas_f), start=end - window)
+        resolution = choose(step=step, rate_window=settings.rate_window, interval=scrape.interval(),
+                            recorded=settings.cpu_rate_metric is not None)
+        settings, rate, step = _resolved(settings, resolution), resolution.rate_window, resolution.step
+        interval = scrape.interval() or float(step)
+        for raised in resolution.notes:
+            notes.append(raised)
+            progress(f"  warning: {raised}")
+        progress(f"  reading at a {resolution.describe()}")
+        if working is not None:
+            working.resolve(f"{settings.step}/{settings.rate_window}")
         totals_f = pool.submit(fetch_totals, prom, namespaces=ns, window=window, step=step,
                                rate_window=rate, end=end, recorded=settings.cpu_rate_metric,
-                               progress=progress, live=_total(live),
+                               progress=progress, live=_total(scrape.live),
                                pieces=lambda n: _totals_pieces(settings, n),
                                scope=_scope(hpas_f), checkpoint=working)
-        passes = _planned_passes(prom, settings, live=live, interval=interval, end=end, progress=progress,
+        passes = _planned_passes(prom, settings, scrape=scrape, end=end, progress=progress,
                                  checkpoint=working, meter=meter)
         reading: list[Future[dict[SeriesId, list[list[tuple[float, float]]]]]] = []
         found = passes.read(
@@ -292,8 +337,9 @@ def _build(
         ) if settings.summary_days > 0 else None
         progress(f"  owners: {len(owners.pods)} pods known to kube-state-metrics")
         seen = seen_without_start(prom, settings, found, end=end)
-        stats = StatsBySeries(found, interval=interval, seen=seen, since=end - window,
-                              grid=settings.strategy.quantile_grid())
+        intervals = {namespace: found for namespace, found in scrape.intervals().items() if found > 0}
+        stats = StatsBySeries(found, interval=intervals or interval, seen=seen, since=end - window,
+                              grid=settings.cpu_grid())
         fetch_short_series(prom, settings, stats, end=end, pool=pool)
         oom: dict[SeriesId, int] = {}
         for sample in oom_f.result():
@@ -316,14 +362,31 @@ def _build(
         histories[(owners.workload(sid[0], sid[1]), sid[2])].append(sid)
     containers: dict[WorkloadKey, dict[str, ContainerProfile]] = defaultdict(dict)
     current: dict[WorkloadKey, dict[str, dict[str, Decimal]]] = defaultdict(dict)
+    with ThreadPoolExecutor(max_workers=max(1, settings.concurrency), thread_name_prefix="exact") as counting:
+        exact = exact_cpu(prom, settings, stats, histories, end=end, pool=counting,
+                          progress=progress) if settings.exact_cpu else {}
+        own = CpuStatistic(settings.strategy.cpu_percentile, settings.strategy.cpu_aggregate, asked_rate)
+        others: dict[tuple[WorkloadKey, str], dict[str, Decimal]] = defaultdict(dict)
+        for statistic in sorted(set(settings.statistics) - {own}):
+            progress(f"  CPU statistic {statistic.key} for the policies that name it")
+            counted = exact_cpu(prom, settings, stats, histories, end=end, pool=counting, progress=progress,
+                                statistic=statistic)
+            strategy = settings.strategy
+            for pair, (value, _) in counted.items():
+                others[pair][statistic.key] = round_up(value, strategy.cpu_step, strategy.min_cpu)
     for (key, container), sids in histories.items():
         each = {sid: stats[sid] for sid in sids}  # made here, dropped after: one container at a time
         history = ContainerHistory(
             series=[s for parts in each.values() for s in parts],
             oom_kills=sum(oom.get(sid, 0) for sid in sids),
             startups=[run for sid in sids for run in startups.get(sid, [])],
+            cpu_exact=exact.get((key, container)),
+            resolution=(settings.step, settings.rate_window),
         )
-        containers[key][container] = recommend(history, settings=settings.strategy, window=settings.window)
+        profile = recommend(history, settings=settings.strategy, window=settings.window)
+        if isinstance(profile, Recommendation) and others.get((key, container)):
+            profile = dataclasses.replace(profile, cpu_by=others[(key, container)])
+        containers[key][container] = profile
         latest = max(sids, key=lambda sid: max(s.last for s in each[sid]))
         if requests.get(latest):
             current[key][container] = requests[latest]

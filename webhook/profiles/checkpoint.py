@@ -47,6 +47,16 @@ class Checkpoint:
     # Per kind of read: the end of a whole UTC day -> that day's rows (JSON values).
     days: dict[str, dict[float, list[Any]]] = field(default_factory=dict)
     used: set[str] = field(default_factory=set)  # the kinds this build read or kept
+    # The step and rate window the records were read at ("1m/2m"): with `auto` settings they follow
+    # the data's interval, which the key cannot know before the build measures it.
+    resolution: str = ""
+
+    def resolve(self, resolution: str) -> None:
+        """Forget every record read at another resolution than the build's (`resolution`)."""
+        if self.resolution and self.resolution != resolution:
+            self.slices, self.days, self.unit = {}, {}, 0
+            self.note = f"kept at {self.resolution}, the build reads at {resolution}: not used"
+        self.resolution = resolution
 
     def grid_unit(self, needed: int) -> int:
         """The slice width to cut on: the kept one while it is no wider than `needed`.
@@ -62,7 +72,8 @@ class Checkpoint:
     def copy(self) -> Checkpoint:
         """Another checkpoint over the same slices (the records are shared: they never change)."""
         return Checkpoint(self.key, dict(self.slices), note=self.note, unit=self.unit,
-                          days={kind: dict(kept) for kind, kept in self.days.items()})
+                          days={kind: dict(kept) for kind, kept in self.days.items()},
+                          resolution=self.resolution)
 
     def take_day(self, kind: str, day_end: float) -> list[Any] | None:
         """The rows kept of `kind` for the UTC day that ends at `day_end`, if any."""
@@ -95,7 +106,7 @@ class Checkpoint:
         """Take `other`'s slices and days (a build's working copy, its reads over): the days that
         ended before `before` dropped, and the kinds it did not use (a changed HPA scope is another
         kind of totals: the old one would only grow the file)."""
-        self.slices, self.unit = other.slices, other.unit
+        self.slices, self.unit, self.resolution = other.slices, other.unit, other.resolution
         self.days = {kind: {day: rows for day, rows in kept.items() if day > before}
                      for kind, kept in other.days.items() if kind in other.used}
 
@@ -147,6 +158,7 @@ def load(path: Path, *, key: str) -> Checkpoint:
             if not isinstance(header, dict) or header.get("key") != key:
                 return Checkpoint(key, note=f"checkpoint {path} is for other settings: not used")
             unit = int(header.get("unit") or 0)
+            resolution = str(header.get("resolution") or "")
             days: dict[str, dict[float, list[Any]]] = {}
             for line in lines:
                 item = orjson.loads(line)
@@ -159,7 +171,7 @@ def load(path: Path, *, key: str) -> Checkpoint:
             return Checkpoint(key, note=f"checkpoint {path} unreadable ({exc}): not used")
         except (IndexError, KeyError, TypeError, ValueError) as exc:
             return Checkpoint(key, note=f"checkpoint {path} malformed ({exc}): not used")
-    return Checkpoint(key, slices, unit=unit, days=days)
+    return Checkpoint(key, slices, unit=unit, days=days, resolution=resolution)
 
 
 def save(checkpoint: Checkpoint, path: Path) -> None:
@@ -168,7 +180,8 @@ def save(checkpoint: Checkpoint, path: Path) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "wb") as out:
-            header = {"version": _VERSION, "key": checkpoint.key, "unit": checkpoint.unit}
+            header = {"version": _VERSION, "key": checkpoint.key, "unit": checkpoint.unit,
+                      "resolution": checkpoint.resolution}
             out.write(orjson.dumps(header) + b"\n")
             for (lo, hi), found in sorted(checkpoint.slices.items()):
                 out.write(orjson.dumps([lo, hi, found.columns()]) + b"\n")

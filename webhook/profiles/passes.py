@@ -84,10 +84,11 @@ class Passes:
         lo, hi = bounds
         span = round(hi - lo)
         ns = shard.namespaces or self.settings.namespaces
-        grid = self.settings.strategy.quantile_grid()
+        grid = self.settings.cpu_grid()
         memory = queries.memory_stats(ns, span=span, latest=max(300, 2 * self.step), shard=shard)
-        cpu = queries.cpu_stats(ns, span=span, step=self.step, rate_window=self.rate, quantiles=grid,
-                                recorded=self.settings.cpu_rate_metric, shard=shard)
+        cpu = queries.cpu_stats(ns, span=span, step=self.step * self.settings.seed_every(),
+                                rate_window=self.rate, quantiles=grid, recorded=self.settings.cpu_rate_metric,
+                                shard=shard)
         return joined(bounds, self._reduced(memory, hi), self._reduced(cpu, hi), grid=grid)
 
     def _read(
@@ -111,12 +112,12 @@ class Passes:
         if not pieces:
             self.unread.append(Unread(shard, bounds, reason))
             self.progress(f"  NOT READ: {self._name(bounds, shard)}: {_short(reason)}")
-            return SliceRecords(len(self.settings.strategy.quantile_grid()))
+            return SliceRecords(len(self.settings.cpu_grid()))
         self.refusals += 1
         self.progress(f"  {said} asks it again in {len(pieces)} piece(s)")
         splits[0] -= 1
         time.sleep(pause)
-        out = SliceRecords(len(self.settings.strategy.quantile_grid()))
+        out = SliceRecords(len(self.settings.cpu_grid()))
         for piece_bounds, piece in pieces:
             out.extend(self._read(piece_bounds, piece, attempt=attempt + (pause > 0), splits=splits))
         return out
@@ -161,7 +162,7 @@ class Passes:
         kept = {b: found for b in grid if self.checkpoint and (found := self.checkpoint.take(b)) is not None}
         asked = [(b, shard) for b in grid if b not in kept for shard in self.shards]
         self._planned = len(asked)
-        width = len(self.settings.strategy.quantile_grid())
+        width = len(self.settings.cpu_grid())
         out = SliceRecords(width)
         recent_at: float | None = recent
         workers = max(1, self.settings.concurrency)

@@ -109,9 +109,17 @@ def selector(
     return f"{metric}{{{','.join(matchers)}}}"
 
 
+_META = re.compile(r"([\\.+*?()|\[\]{}^$])")  # Go's regexp.QuoteMeta: what RE2 must see escaped
+
+
 def _literally(values: Sequence[str]) -> str:
-    """A regular expression matching exactly these values."""
-    return "|".join(re.escape(value) for value in sorted(values))
+    """A regular expression matching exactly these values, escaped as Go's `regexp.QuoteMeta` does.
+
+    Python's `re.escape` also escapes `-`, which RE2 reads the same but Prometheus' set matching
+    (`a|b|c` looked up value by value in the index) refuses: every Pod name of every block is then
+    run through the regular expression instead (measured: 3 s against 0.2 s for 26 Pod lists over 7
+    one-day blocks of 6,800 Pods)."""
+    return "|".join(_META.sub(r"\\\1", value) for value in sorted(values))
 
 
 def stat_label(expression: str, stat: str) -> str:
@@ -125,7 +133,7 @@ def _union(parts: Iterable[str]) -> str:
 
 def cpu_usage(
     namespaces: Sequence[str], *, rate_window: int, recorded: str | None = None, pods: Sequence[str] = (),
-    pod_pattern: str | None = None, shard: Shard | None = None,
+    pod_pattern: str | None = None, shard: Shard | None = None, container: str | None = None,
 ) -> str:
     """CPU cores per container: `rate()` over the cadvisor counter, or a recorded rate when one exists.
 
@@ -133,6 +141,8 @@ def cpu_usage(
     reading such a gauge is a pass over raw samples instead of a `rate()` at every step.
     """
     series = selector(recorded or CPU_METRIC, namespaces, pod_pattern=pod_pattern, shard=shard)
+    if container is not None:
+        series = series[:-1] + f",container={_quote(container)}}}"
     if pods:
         series = series[:-1] + f",pod=~{_quote(_literally(pods))}}}"
     return series if recorded else f"rate({series}[{promql_duration(rate_window)}])"
@@ -237,17 +247,27 @@ def coverage(namespaces: Sequence[str], *, span: int, coverage_step: int) -> str
 
 
 def scrape_interval(namespaces: Sequence[str], *, median_pattern: str | None = None) -> str:
-    """Over the last hour: median samples per live memory series (`stat="per_hour"`: 3600 / this is the
-    scrape interval), over the Pods `median_pattern` matches (all without it), and how many series
-    each namespace's containers have (`stat="series"`): what sizes the big queries and plans their
-    shards."""
+    """Over the last hour: samples per live memory series by namespace (their 90th percentile, a
+    series that lived the whole hour; `stat="per_hour"`:
+    3600 / this is its scrape interval), over the Pods `median_pattern` matches (all without it),
+    and how many series each namespace's containers have (`stat="series"`): what sizes the big
+    queries and plans their shards."""
     def per_series(pattern: str | None) -> str:
         return f"count_over_time({selector(MEMORY_METRIC, namespaces, pod_pattern=pattern)}[1h])"
 
     return _union(
-        [stat_label(f"quantile(0.5, {per_series(median_pattern)})", "per_hour"),
+        [stat_label(f"quantile by (namespace) (0.9, {per_series(median_pattern)})", "per_hour"),
          stat_label(f"count by (namespace, container) ({per_series(None)})", "series")]
     )
+
+
+def samples_per_hour(namespaces: Sequence[str], *, median_pattern: str | None = None) -> str:
+    """Per namespace, the samples per memory series (its 90th percentile: a series that lived the
+    whole hour) over the hour before the evaluation time
+    (`stat="per_hour"`): `scrape_interval`'s first half, asked again where the window starts, where a
+    long-term store keeps older data downsampled."""
+    series = selector(MEMORY_METRIC, namespaces, pod_pattern=median_pattern)
+    return stat_label(f"quantile by (namespace) (0.9, count_over_time({series}[1h]))", "per_hour")
 
 
 def live_series(namespaces: Sequence[str], *, pod_patterns: Mapping[str, str | None]) -> str:

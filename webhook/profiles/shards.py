@@ -122,17 +122,26 @@ def estimate(series: float, *, span: float, resolution: float) -> float:
 
 
 def plan(
-    series: Mapping[str, Mapping[str, float]], *, span: float, resolution: float, budget: float
+    series: Mapping[str, Mapping[str, float]], *, span: float, resolution: float | Mapping[str, float],
+    budget: float,
 ) -> list[Shard]:
     """The shards of one pass over `span`: as few queries as keep each under `budget` samples.
 
-    `series`: live series per namespace and container, naming every namespace of the build's scope
+    `resolution`: seconds per point a query materialises (`resolution.points`), one for all or per
+    namespace (its own scrape interval). `series`: live series per namespace and container, naming
+    every namespace of the build's scope
     that has history (an empty mapping for one without live series: its cost is unknown, it joins a
     group). Everything under the budget is one query over the whole scope (`Shard()`, as small builds
     always were). Otherwise namespaces are packed into groups under the budget, largest first, and a
     namespace over it on its own is split by container (`_by_container`).
     """
-    cost = {ns: {name: estimate(n, span=span, resolution=resolution) for name, n in found.items()}
+    def finest(ns: str) -> float:
+        """Seconds per point a query over `ns` materialises (its data's interval, or the step)."""
+        if isinstance(resolution, Mapping):
+            return resolution.get(ns) or max(resolution.values(), default=1.0)
+        return resolution
+
+    cost = {ns: {name: estimate(n, span=span, resolution=finest(ns)) for name, n in found.items()}
             for ns, found in series.items()}
     total = {ns: sum(found.values()) for ns, found in cost.items()}
     if sum(total.values()) <= budget:

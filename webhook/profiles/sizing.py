@@ -9,7 +9,9 @@ Pod-name class. So with enough Pods (kube-state-metrics' count, asked already by
 the Pod names of the last hour's memory series, an index lookup: +20 MiB and 0.2 s at that scale)
 the median reads one class of Pod names (`shards.Shard`), as many Pods as a few dozen per class; a
 class that comes back empty is asked again whole. cAdvisor's series are all scraped from the
-kubelets at one interval, so any sizable share of them gives the same median.
+kubelets at one interval, so any sizable share of them gives the same median. (The statistic is now
+the 90th percentile of samples per series by namespace, not the median: a series that lived the
+whole hour, which a share of Pods started within it cannot pull down; the name stayed.)
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ from __future__ import annotations
 import contextlib
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from webhook.profiles import queries
 from webhook.profiles.prometheus import Prometheus, PrometheusError, Sample
 from webhook.profiles.shards import MAX_CLASSES, Shard
 
-__all__ = ["Live", "median_pattern", "read_scrape"]
+__all__ = ["Live", "Scrape", "median_pattern", "read_scrape"]
 
 _PODS_PER_CLASS = 64  # the fewest Pods a class should hold for its median to be the fleet's
 _WHOLE_BELOW = 2 * _PODS_PER_CLASS  # fewer Pods: every series is cheap to read
@@ -40,13 +43,36 @@ def median_pattern(pods: float | None) -> str | None:
 Live = dict[str, dict[str, float]]  # namespace -> container -> live series
 
 
-def read_scrape(
-    prom: Prometheus, namespaces: Sequence[str], *, end: float, pods: float | None
-) -> tuple[float, Live]:
-    """(samples per hour of a live series, live series per namespace and container); 0 samples when
-    unknown.
+@dataclass(frozen=True, slots=True)
+class Scrape:
+    """What the sizing reads found: samples per hour of a live series by namespace, in the newest hour
+    and in the window's oldest (a long-term store's downsampled data), and the live series."""
 
-    `pods`: how many Pods there are, if kube-state-metrics said; else they are listed.
+    per_hour: Mapping[str, float]
+    live: Live
+    oldest: Mapping[str, float] = field(default_factory=dict)
+
+    def interval(self, namespace: str | None = None) -> float:
+        """Seconds between samples, the coarsest of both hours (of `namespace`, else of every
+        namespace); 0 when unknown."""
+        rates = [found[ns] for found in (self.per_hour, self.oldest) for ns in found
+                 if (namespace is None or ns == namespace) and found[ns] > 0]
+        if not rates and namespace is not None:
+            return self.interval()
+        return 3600 / min(rates) if rates else 0.0
+
+    def intervals(self) -> dict[str, float]:
+        return {ns: self.interval(ns) for ns in set(self.per_hour) | set(self.oldest) | set(self.live)}
+
+
+def read_scrape(
+    prom: Prometheus, namespaces: Sequence[str], *, end: float, pods: float | None, start: float | None = None
+) -> Scrape:
+    """Samples per hour of a live series by namespace, and live series per namespace and container.
+
+    `pods`: how many Pods there are, if kube-state-metrics said; else they are listed. `start`: where
+    the build's window starts; the samples per hour are asked there too (an hour in), so that data
+    a long-term store downsampled is read at its own resolution, never a finer one.
     """
     if pods is None:
         with contextlib.suppress(PrometheusError):  # a backend that cannot list: every Pod is read
@@ -54,16 +80,27 @@ def read_scrape(
             pods = len(prom.label_values("pod", match=memory, start=end - 3600, end=end))
     pattern = median_pattern(pods)
     per_hour, live = _read(prom.instant(queries.scrape_interval(namespaces, median_pattern=pattern), at=end))
-    if per_hour <= 0 and pattern is not None and live:  # the class held no Pod: ask them all
+    if not per_hour and pattern is not None and live:  # the class held no Pod: ask them all
         per_hour, _ = _read(prom.instant(queries.scrape_interval(namespaces), at=end))
-    return per_hour, live
+    oldest: dict[str, float] = {}
+    if start is not None and start + 3600 < end - 3600:
+        with contextlib.suppress(PrometheusError):
+            at = start + 3600
+            query = queries.samples_per_hour(namespaces, median_pattern=pattern)
+            oldest, _ = _read(prom.instant(query, at=at))
+            if not oldest and pattern is not None:
+                oldest, _ = _read(prom.instant(queries.samples_per_hour(namespaces), at=at))
+    return Scrape(per_hour, live, oldest)
 
 
-def _read(answer: Iterable[Sample]) -> tuple[float, Live]:
-    per_hour, live = 0.0, defaultdict[str, dict[str, float]](dict)
+def _read(answer: Iterable[Sample]) -> tuple[dict[str, float], Live]:
+    per_hour: dict[str, float] = {}
+    live = defaultdict[str, dict[str, float]](dict)
     for sample in answer:
+        namespace = sample.labels.get("namespace", "")
         if sample.labels.get("stat") == "per_hour":
-            per_hour = sample.value
+            if sample.value > 0:
+                per_hour[namespace] = sample.value
         elif sample.labels.get("stat") == "series":
-            live[sample.labels.get("namespace", "")][sample.labels.get("container", "")] = sample.value
+            live[namespace][sample.labels.get("container", "")] = sample.value
     return per_hour, dict(live)

@@ -236,7 +236,8 @@ class StatsBySeries(Mapping[SeriesId, list[SeriesStats]]):
     """Every series' records as the strategy's `SeriesStats`, made when asked rather than all held.
 
     A series' life in a slice starts at its container start (or the slice start) and lasts its
-    sample count times the scrape `interval` (one fewer from its start: the first sample begins it),
+    sample count times the scrape `interval` (per namespace when a mapping; one fewer from its
+    start: the first sample begins it),
     never before the window starts (`since`); `seen` (first/last from the coverage fallback) is
     used for series without a start time. A series fetched whole is set in place of its records.
     """
@@ -245,7 +246,7 @@ class StatsBySeries(Mapping[SeriesId, list[SeriesStats]]):
         self,
         found: SliceRecords,
         *,
-        interval: float,
+        interval: float | Mapping[str, float],
         seen: Mapping[SeriesId, tuple[float, float]],
         since: float,
         grid: Sequence[float],
@@ -279,7 +280,9 @@ class StatsBySeries(Mapping[SeriesId, list[SeriesStats]]):
         return int(sum(counts[row] for row in self._records[sid]))
 
     def _stats(self, sid: SeriesId, row: int) -> SeriesStats:
-        found, interval = self._found, self.interval
+        found = self._found
+        interval = self.interval if isinstance(self.interval, float | int) else (
+            self.interval.get(sid[0]) or max(self.interval.values(), default=60.0))
         lo, hi = found.column("lo")[row], found.column("hi")[row]
         count, start = int(found.column("samples")[row]), found.column("start")[row]
         peak = found.column("memory_peak")[row]

@@ -137,13 +137,42 @@ def _encode_profile(profile: ContainerProfile) -> dict[str, Any]:
             "memoryMargin": ev.memory_margin,
             "confidence": round(ev.confidence, 4),
             "oomKills": ev.oom_kills,
+            **_encode_statistic(ev),
         },
     }
     if profile.startup_cpu is not None:
         out["startupCpu"] = render_cpu(profile.startup_cpu)
     if profile.startup_seconds is not None:
         out["startupSeconds"] = round(profile.startup_seconds, 1)
+    if profile.cpu_by:
+        out["cpuBy"] = {key: render_cpu(value) for key, value in sorted(profile.cpu_by.items())}
     return out | encode_recorded(profile)
+
+
+def _encode_statistic(ev: Evidence) -> dict[str, Any]:
+    """The CPU statistic's description (older stores have none: pooled, resolution unknown)."""
+    out: dict[str, Any] = {"cpuAggregate": ev.cpu_aggregate}
+    if ev.cpu_step:
+        out |= {"cpuStep": ev.cpu_step, "cpuRateWindow": ev.cpu_rate_window}
+    if ev.cpu_value is not None:
+        out["cpuValue"] = round(ev.cpu_value, 6)
+    if ev.cpu_within is not None:
+        out["cpuWithin"] = round(ev.cpu_within, 6)
+    if ev.memory_peak is not None:
+        out["memoryPeak"] = round(ev.memory_peak)
+    return out
+
+
+def _decode_statistic(ev: Mapping[str, Any], where: str) -> dict[str, Any]:
+    value, within, peak = ev.get("cpuValue"), ev.get("cpuWithin"), ev.get("memoryPeak")
+    return {
+        "cpu_aggregate": str(ev.get("cpuAggregate", "pooled")),
+        "cpu_step": str(ev.get("cpuStep", "")),
+        "cpu_rate_window": str(ev.get("cpuRateWindow", "")),
+        "cpu_value": None if value is None else _finite(value, where),
+        "cpu_within": None if within is None else _finite(within, where, high=1.0),
+        "memory_peak": None if peak is None else _finite(peak, where),
+    }
 
 
 def _finite(value: Any, where: str, *, low: float = 0.0, high: float = float("inf")) -> float:
@@ -177,6 +206,7 @@ def _decode_profile(data: Any, where: str) -> ContainerProfile:
             memory_margin=_finite(ev["memoryMargin"], where, high=100.0),
             confidence=_finite(ev["confidence"], where, high=1.0),
             oom_kills=int(_finite(ev.get("oomKills", 0), where)),
+            **_decode_statistic(ev, where),
         )
         startup_cpu = data.get("startupCpu")
         startup_seconds = data.get("startupSeconds")
@@ -186,6 +216,8 @@ def _decode_profile(data: Any, where: str) -> ContainerProfile:
             evidence=evidence,
             startup_cpu=None if startup_cpu is None else _amount(startup_cpu, where),
             startup_seconds=None if startup_seconds is None else _finite(startup_seconds, where),
+            cpu_by={str(key): _amount(value, where)
+                    for key, value in _mapping(data.get("cpuBy", {}), where).items()},
             **decode_recorded(data),
         )
     except (KeyError, TypeError, ValueError, ArithmeticError, QuantityError, RecordedError) as exc:

@@ -32,6 +32,7 @@ __all__ = [
 ]
 
 MIB = 2**20
+AGGREGATES = ("pooled", "maxPerPod")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +42,9 @@ class StrategySettings:
     # CPU request = this percentile of usage (KRR "simple": p95 over 14 days). CPU is compressible:
     # above the request a container is only slowed, so the tail need not be covered.
     cpu_percentile: float = 95.0
+    # Over what the percentile is taken: `pooled` (every Pod's points together, as VPA's histogram
+    # does: the default) or `maxPerPod` (each Pod's own percentile, the largest: KRR "simple").
+    cpu_aggregate: str = "pooled"
     # Memory request = peak working set x (1 + margin). Memory is not compressible (overuse gets the
     # Pod evicted or OOM-killed), so size from the peak, not a percentile; +15 % as VPA and KRR do.
     memory_margin: float = 0.15
@@ -63,6 +67,9 @@ class StrategySettings:
     def __post_init__(self) -> None:
         if not 0 < self.cpu_percentile <= 100:
             raise ValueError(f"cpu_percentile must be in (0, 100], got {self.cpu_percentile}")
+        if self.cpu_aggregate not in AGGREGATES:
+            raise ValueError(f"cpu_aggregate must be one of {', '.join(AGGREGATES)}, "
+                             f"got {self.cpu_aggregate!r}")
         if not 0 <= self.memory_margin <= 10:
             raise ValueError(f"memory_margin must be in [0, 10], got {self.memory_margin}")
         if self.oom_factor < 1 or self.oom_bytes < 0:
@@ -105,6 +112,10 @@ class ContainerHistory:
     oom_kills: int = 0
     # One entry per observed container start: (seconds since start, cores) points in the start-up window.
     startups: Sequence[Sequence[tuple[float, float]]] = ()
+    # The CPU statistic counted exactly over the window (`webhook.profiles.exact`): (cores, relative
+    # bracket); None: rebuilt from the series' quantiles (`mixture_quantile`).
+    cpu_exact: tuple[float, float] | None = None
+    resolution: tuple[str, str] = ("", "")  # the step and rate window the usage was read at
 
 
 def covered_hours(intervals: Iterable[tuple[float, float]]) -> float:
@@ -249,9 +260,9 @@ def recommend(history: ContainerHistory, *, settings: StrategySettings, window: 
         return NoRecommendation("no CPU usage series (container_cpu_usage_seconds_total)")
     if not peaks:
         return NoRecommendation("no memory series (container_memory_working_set_bytes)")
-    cpu = round_up(
-        mixture_quantile(summaries, values, settings.quantile), settings.cpu_step, settings.min_cpu
-    )
+    statistic = history.cpu_exact[0] if history.cpu_exact else mixture_quantile(summaries, values,
+                                                                                  settings.quantile)
+    cpu = round_up(statistic, settings.cpu_step, settings.min_cpu)
     peak = max(peaks)
     memory_need = peak * (1 + settings.memory_margin)
     if history.oom_kills:
@@ -273,6 +284,12 @@ def recommend(history: ContainerHistory, *, settings: StrategySettings, window: 
         memory_margin=settings.memory_margin,
         confidence=confidence(hours, samples, settings),
         oom_kills=history.oom_kills,
+        cpu_aggregate=settings.cpu_aggregate,
+        cpu_step=history.resolution[0],
+        cpu_rate_window=history.resolution[1],
+        cpu_value=round(statistic, 6),
+        cpu_within=history.cpu_exact[1] if history.cpu_exact else None,
+        memory_peak=peak,
     )
     return Recommendation(
         cpu=cpu, memory=memory, evidence=evidence, startup_cpu=startup_cpu, startup_seconds=startup_seconds

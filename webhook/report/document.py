@@ -152,8 +152,9 @@ def report_document(report: Report, *, workloads: bool = True) -> dict[str, Any]
         "problems": list(report.problems),
         "changes": report.changed,
         "totals": {"cluster": totals_document(report.cluster), "namespaces": namespaces},
-        "workloads": [workload_document(w) for w in report.workloads] if workloads else [],
-    }
+        "inPlace": dict(report.in_place),
+        "workloads": [workload_document(w) for w in report.workloads] if workloads else [],  # last: see
+    }  # webhook.dashboard.app._with_workloads
 
 
 def render_json(report: Report) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +29,7 @@ from webhook.config.settings import Settings
 from webhook.core.facts import parse_server_version
 from webhook.core.namespace import MODE_LABEL, Mode, label_problems
 from webhook.core.policy import PolicySet
+from webhook.core.resizemark import resized_in_place
 from webhook.core.snapshot import ClusterSnapshot
 from webhook.core.workload import pod_workload
 from webhook.offline.sources import SourceError, pod_sources
@@ -94,6 +95,7 @@ class ClusterView:
     problems: list[str]
     source: str
     scope: tuple[str, ...] | None  # the namespaces reported on; None: every namespace
+    in_place: Mapping[str, str] = dataclasses.field(default_factory=dict)  # workload -> Pods resized in place
 
 
 def connect(kubeconfig: str | None) -> tuple[Any, str]:
@@ -275,12 +277,15 @@ def read_cluster(
         cluster, namespaces=namespaces, all_namespaces=all_namespaces, own=own_namespace, problems=problems
     )
     workloads: list[Collected] = []
+    in_place: dict[str, str] = {}
     for kind in KINDS if scope != () else ():
         progress.step(f"listing {kind.label}")
         objects = _list_kind(kind, api_client, scope=scope, per_namespace=bool(namespaces), problems=problems)
+        if kind.kind == "Pod":  # every running Pod, for what in-place right-sizing did to them
+            in_place = resized_in_place(o for o in objects if _in_scope(o, scope, own_namespace))
         keep = [o for o in objects if _in_scope(o, scope, own_namespace) and _wanted(kind, o)]
         workloads += _collect(kind, keep, problems)
-    return ClusterView(cluster, workloads, problems, f"cluster {host}", scope)
+    return ClusterView(cluster, workloads, problems, f"cluster {host}", scope, in_place)
 
 
 def _in_scope(obj: Obj, scope: tuple[str, ...] | None, own: str) -> bool:

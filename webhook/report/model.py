@@ -157,6 +157,7 @@ class Report:
     problems: tuple[str, ...] = ()  # what could not be read (RBAC, store), each naming what is missing
     modes: Mapping[str, str] = field(default_factory=dict)  # namespace -> mode as labelled
     policies: Mapping[str, str] = field(default_factory=dict)  # namespace -> policy
+    in_place: Mapping[str, str] = field(default_factory=dict)  # workload -> its Pods resized in place
 
     @property
     def changed(self) -> bool:

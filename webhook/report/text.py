@@ -188,4 +188,7 @@ def render_table(report: Report, *, wide: bool = False, width: int | None = None
     out += "\n" + fit(columns, rows, width=width)
     if any(w.assumed for w in report.workloads):
         out += "\n* not opted in: evaluated as if labelled pod-tailor.io/mode=enforce (--all-namespaces)\n"
+    if report.in_place:
+        out += "\nResized in place (pod-tailor rightsize):\n"
+        out += "".join(f"  {key}: {text}\n" for key, text in report.in_place.items())
     return out

@@ -1,0 +1,186 @@
+"""Builds plan by the points a query materialises and never read finer than the data.
+
+One real Prometheus whose `--query.max-samples` is set low, holding namespaces scraped every 15 s,
+60 s and 300 s, and one whose older day was downsampled to 5 minutes (as Thanos, Mimir and
+VictoriaMetrics keep older data) while its last day is at 1 minute. Each build must stay under its
+budget without a refusal, read at a step no finer than the data (`profiles.resolution`), and store the
+exact percentile of the points at that step, computed here from raw `query_range` answers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import httpx
+import pytest
+from conftest import test_settings
+from promserver import PromServer, backfill
+from synthetic import DAY, MIB, Pod, Workload, noise, quantile, write_openmetrics
+from vmserver import VmServer
+
+from webhook.core.profile import Recommendation
+from webhook.core.workload import WorkloadKey
+from webhook.profiles.build import BuildResult, build_profiles
+from webhook.profiles.exact import TOLERANCE
+from webhook.profiles.prometheus import Prometheus
+from webhook.profiles.resolution import choose, nice_interval, points
+from webhook.profiles.strategy import StrategySettings
+
+END = (1_790_000_000 // DAY) * DAY + 5 * 3600
+QUERY_MAX_SAMPLES = 20_000  # Prometheus refuses a query that holds more at once
+BUDGET = 8_000  # the build's own per-query budget, under Prometheus' limit
+
+
+def _usage(seed: int):  # type: ignore[no-untyped-def]
+    def shape(k: int, t: int, age: int) -> tuple[float, float]:
+        day = math.sin(2 * math.pi * (t % DAY) / DAY)
+        return 0.4 + 0.3 * day + 0.2 * noise(seed, k), 200 * MIB + 20 * MIB * noise(seed + 1, k)
+
+    return shape
+
+
+def _namespace(namespace: str, *, start: int, end: int) -> list[Workload]:
+    return [
+        Workload(namespace, "Deployment", f"web{w}", {"app": _usage(7 * w + 1)},
+                 [Pod(f"web{w}-7d4b9c8f6-{suffix}", start, end) for suffix in ("bx2kd", "cx2kf")])
+        for w in range(2)
+    ]
+
+
+# namespace -> (scrape interval s, the step and rate window the build must read at)
+SCRAPED = {"every15s": (15, "1m", "30s"), "every60s": (60, "1m", "2m"), "every300s": (300, "5m", "10m")}
+
+
+@dataclass(frozen=True)
+class Scraped:
+    server: PromServer
+
+
+@pytest.fixture(scope="module")
+def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scraped]:
+    root = tmp_path_factory.mktemp("resolution")
+    start = END - 2 * DAY
+    parts = [(namespace, interval, start, END) for namespace, (interval, _, _) in SCRAPED.items()]
+    # Downsampled: the first day every 5 minutes (a long-term store's older data), the last every minute.
+    parts += [("downsampled", 300, start, END - DAY), ("downsampled", 60, END - DAY, END)]
+    for index, (namespace, interval, lo, hi) in enumerate(parts):
+        source = root / f"{index}.om"
+        with source.open("w") as out:
+            write_openmetrics(_namespace(namespace, start=lo, end=hi), out, step=interval)
+        backfill(source, root / "data")
+        source.unlink()
+    with PromServer(root / "data", max_samples=QUERY_MAX_SAMPLES) as server:
+        yield Scraped(server)
+
+
+def _build(scraped: Scraped, namespace: str, **overrides: object) -> BuildResult:
+    prom = Prometheus(scraped.server.url)
+    try:
+        settings = test_settings(namespaces=(namespace,), window="2d", step="1m", rate_window="auto",
+                                 coverage_step="1h", max_samples=BUDGET,
+                                 strategy=StrategySettings(min_hours=6, startup_window_seconds=600),
+                                 **overrides)
+        return build_profiles(prom, settings, end=END)
+    finally:
+        prom.close()
+
+
+def _exact(url: str, namespace: str, name: str, *, step: int, rate_window: int, q: float = 0.95) -> float:
+    """The pooled q-quantile of every rate point on the subquery's grid, from raw query_range answers."""
+    first = (math.floor((END - 2 * DAY) / step) + 1) * step
+    series = f'container_cpu_usage_seconds_total{{namespace="{namespace}",pod=~"{name}-.*"}}'
+    query = f"rate({series}[{rate_window}s])"
+    answer = httpx.post(f"{url}/api/v1/query_range", timeout=60,
+                        data={"query": query, "start": first, "end": END // step * step, "step": step})
+    answer.raise_for_status()
+    return quantile([float(v) for series in answer.json()["data"]["result"] for _, v in series["values"]], q)
+
+
+@pytest.mark.parametrize("namespace", [*SCRAPED, "downsampled"])
+def test_a_build_stays_under_its_budget_at_the_data_s_own_resolution(
+    scraped: Scraped, namespace: str
+) -> None:
+    result = _build(scraped, namespace)
+    assert result.refusals == 0
+    assert not result.unread
+    assert 0 < result.peak_samples <= QUERY_MAX_SAMPLES
+    step, rate = ("5m", "10m") if namespace == "downsampled" else SCRAPED[namespace][1:]
+    for name in ("web0", "web1"):
+        profile = result.document.workloads[WorkloadKey(namespace, "Deployment", name)].containers["app"]
+        assert isinstance(profile, Recommendation)
+        evidence = profile.evidence
+        assert (evidence.cpu_step, evidence.cpu_rate_window) == (step, rate)
+        seconds = {"30s": 30, "1m": 60, "2m": 120, "5m": 300, "10m": 600}
+        exact = _exact(scraped.server.url, namespace, name, step=seconds[step], rate_window=seconds[rate])
+        assert evidence.cpu_value is not None
+        assert abs(evidence.cpu_value / exact - 1) <= TOLERANCE
+
+
+def test_a_step_finer_than_the_data_is_raised_and_said(scraped: Scraped) -> None:
+    result = _build(scraped, "every300s")
+    assert any("finer than the data" in note for note in result.notes)
+
+
+@pytest.mark.parametrize(
+    ("interval", "step", "rate_window", "expected"),
+    [
+        (15.0, 60, "auto", (60, 30)),
+        (3600 / 61, 60, "auto", (60, 120)),  # 61 samples in an inclusive hour: 1-minute scrapes
+        (300.0, 60, "auto", (300, 600)),
+        (300.0, 60, "5m", (300, 600)),  # a rate window under two intervals is raised too
+        (30.0, 60, "10m", (60, 600)),  # a longer window is kept
+        (0.0, 60, "auto", (60, 120)),  # interval unknown: the step as asked
+    ],
+)
+def test_the_step_and_rate_window_follow_the_data(
+    interval: float, step: int, rate_window: str, expected: tuple[int, int]
+) -> None:
+    chosen = choose(step=step, rate_window=rate_window, interval=interval, recorded=False)
+    assert (chosen.step, chosen.rate_window) == expected
+
+
+def test_measured_intervals_snap_to_the_configured_ones() -> None:
+    assert [nice_interval(x) for x in (14.75, 3600 / 61, 3600 / 58, 295.0, 42.0)] == [15, 60, 60, 300, 42]
+
+
+def test_a_subquery_costs_its_steps_and_a_range_its_samples() -> None:
+    # 100 series over a day: at a 1-minute step over 5-minute data the subquery's steps count,
+    # over 15-second data the raw samples do.
+    assert points(100, span=DAY, step=60, interval=300) == 100 * DAY / 60
+    assert points(100, span=DAY, step=60, interval=15) == 100 * DAY / 15
+
+
+# --------------------------------------------------------------------------- VictoriaMetrics
+
+
+@pytest.fixture(scope="module")
+def victoria(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """VictoriaMetrics keeping one sample per 5 minutes (`-dedup.minScrapeInterval=5m`) of data written
+    every minute: the resolution the source serves, not the one it was scraped at."""
+    root = tmp_path_factory.mktemp("victoria")
+    source = root / "history.om"
+    with source.open("w") as out:
+        write_openmetrics(_namespace("vm", start=END - 2 * DAY, end=END), out, step=60)
+    with VmServer(root / "data", dedup="5m") as server:
+        server.load(source)
+        yield server.url
+
+
+def test_victoria_metrics_downsampled_data_is_read_at_its_own_resolution(victoria: str) -> None:
+    prom = Prometheus(victoria)
+    try:
+        settings = test_settings(namespaces=("vm",), window="2d", step="1m", rate_window="auto",
+                                 coverage_step="1h", strategy=StrategySettings(min_hours=6))
+        result = build_profiles(prom, settings, end=END)
+    finally:
+        prom.close()
+    assert not result.unread
+    for name in ("web0", "web1"):
+        profile = result.document.workloads[WorkloadKey("vm", "Deployment", name)].containers["app"]
+        assert isinstance(profile, Recommendation)
+        assert (profile.evidence.cpu_step, profile.evidence.cpu_rate_window) == ("5m", "10m")
+        exact = _exact(victoria, "vm", name, step=300, rate_window=600)
+        assert profile.evidence.cpu_value is not None
+        assert abs(profile.evidence.cpu_value / exact - 1) <= TOLERANCE

@@ -1,0 +1,104 @@
+"""What is still free on a node: its allocatable minus what the Pods bound to it request (pure).
+
+The scheduler and the kubelet count a Pod's effective requests: the larger of its init containers'
+(each one alone, plus the restartable ones started before it) and the sum of its regular containers
+and restartable init containers, plus `overhead`; pod-level `spec.resources` where set. For a Pod in
+the middle of a resize they take the largest of what the spec asks, what the kubelet allocated and
+what runs (KEP-1287), except a desired value the kubelet found Infeasible. A resize up is asked only
+when its increase fits what is free, so pod-tailor never leaves a Pod `PodResizePending`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from typing import Any
+
+from webhook.core.quantity import QuantityError, parse
+
+__all__ = ["RESOURCES", "cpu_memory", "free_allocatable", "pod_requests"]
+
+RESOURCES = ("cpu", "memory")
+_DONE = ("Succeeded", "Failed")
+
+
+def cpu_memory(section: object) -> dict[str, Decimal]:
+    """The cpu and memory of a requests/limits/allocatable mapping; absent or unreadable ones left out."""
+    out: dict[str, Decimal] = {}
+    for resource in RESOURCES:
+        raw = section.get(resource) if isinstance(section, Mapping) else None
+        if raw is None:
+            continue
+        try:
+            out[resource] = parse(raw)
+        except QuantityError:
+            continue
+    return out
+
+
+def _largest(*found: Mapping[str, Decimal]) -> dict[str, Decimal]:
+    out: dict[str, Decimal] = {}
+    for values in found:
+        for resource, value in values.items():
+            out[resource] = max(out.get(resource, Decimal(0)), value)
+    return out
+
+
+def _infeasible(pod: Mapping[str, Any]) -> bool:
+    return any(
+        isinstance(c, Mapping) and c.get("type") == "PodResizePending" and c.get("reason") == "Infeasible"
+        for c in (pod.get("status") or {}).get("conditions") or ()
+    )
+
+
+def pod_requests(pod: Mapping[str, Any]) -> dict[str, Decimal]:
+    """The Pod's effective cpu and memory requests as the scheduler counts them on its node."""
+    spec, status = pod.get("spec") or {}, pod.get("status") or {}
+    pod_level = cpu_memory((spec.get("resources") or {}).get("requests"))
+    if pod_level:
+        return _largest(pod_level, cpu_memory(spec.get("overhead")))
+    statuses = {
+        s.get("name"): s
+        for group in ("containerStatuses", "initContainerStatuses")
+        for s in status.get(group) or ()
+        if isinstance(s, Mapping)
+    }
+    desired_counts = not _infeasible(pod)
+
+    def container(body: Mapping[str, Any]) -> dict[str, Decimal]:
+        seen = statuses.get(body.get("name")) or {}
+        desired = cpu_memory((body.get("resources") or {}).get("requests")) if desired_counts else {}
+        actual = cpu_memory((seen.get("resources") or {}).get("requests"))
+        return _largest(desired, actual, cpu_memory(seen.get("allocatedResources")))
+
+    total: dict[str, Decimal] = {}
+    sidecars: dict[str, Decimal] = {}
+    init_peak: dict[str, Decimal] = {}
+    for body in spec.get("initContainers") or ():
+        values = container(body)
+        if body.get("restartPolicy") == "Always":
+            sidecars = {r: sidecars.get(r, Decimal(0)) + values.get(r, Decimal(0)) for r in RESOURCES}
+        else:
+            during = {r: sidecars.get(r, Decimal(0)) + values.get(r, Decimal(0)) for r in RESOURCES}
+            init_peak = _largest(init_peak, during)
+    for body in spec.get("containers") or ():
+        for resource, value in container(body).items():
+            total[resource] = total.get(resource, Decimal(0)) + value
+    running = {r: total.get(r, Decimal(0)) + sidecars.get(r, Decimal(0)) for r in RESOURCES}
+    overhead = cpu_memory(spec.get("overhead"))
+    return {r: max(running[r], init_peak.get(r, Decimal(0))) + overhead.get(r, Decimal(0)) for r in RESOURCES}
+
+
+def free_allocatable(node: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> dict[str, Decimal] | None:
+    """cpu and memory free on `node` given the `pods` bound to it (finished ones hold nothing); None
+    when the node reports no allocatable."""
+    allocatable = cpu_memory((node.get("status") or {}).get("allocatable"))
+    if set(allocatable) != set(RESOURCES):
+        return None
+    free = dict(allocatable)
+    for pod in pods:
+        if (pod.get("status") or {}).get("phase") in _DONE:
+            continue
+        for resource, value in pod_requests(pod).items():
+            free[resource] -= value
+    return free

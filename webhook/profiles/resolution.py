@@ -1,0 +1,82 @@
+"""The resolution a build reads at, and what a query at that resolution costs Prometheus.
+
+A build's usage series are a `rate()` (or a recorded gauge) evaluated at `step`, over data scraped
+every `interval` seconds. Two rules follow from what Prometheus holds for a query:
+
+- **Never a step finer than the data.** A subquery `[7d:1m]` over data scraped (or downsampled, as
+  Thanos, Mimir and VictoriaMetrics keep older data at 5 m and 1 h) every 5 minutes materialises five
+  points per raw sample, all of them copies: the same statistic for five times the heap. The step is
+  raised to the coarsest interval measured (the newest hour and the window's oldest hour, where a
+  long-term store keeps its downsampled data), and the rate window to at least two intervals.
+- **Plan by the points a query materialises:** a subquery holds one point per step and series, a range
+  selector one per raw sample and series: whichever is larger (`points`). A budget of raw samples
+  alone was off by the ratio of the interval to the step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from webhook.profiles import queries
+from webhook.profiles.shards import estimate
+
+__all__ = ["AUTO", "Resolution", "choose", "points"]
+
+AUTO = "auto"  # the rate window: the shortest valid one, two scrape intervals
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """What a build reads at: its step and rate window (seconds), and the data's interval."""
+
+    step: int
+    rate_window: int
+    interval: float  # the coarsest interval measured (s)
+    notes: tuple[str, ...] = ()  # what was raised, and why
+
+    def describe(self) -> str:
+        return (f"step {queries.promql_duration(self.step)}, rate window "
+                f"{queries.promql_duration(self.rate_window)} over data every {self.interval:g}s")
+
+
+# Scrape intervals and downsampled resolutions people configure: a measured one within 10 % is one.
+_COMMON = (1, 2, 5, 10, 15, 20, 30, 60, 120, 180, 300, 600, 900, 1800, 3600)
+
+
+def nice_interval(interval: float) -> int:
+    """A measured interval (samples per hour, counted over an inclusive hour: 3600/61 for 1-minute
+    scrapes) as the configured one it stands for, else as whole seconds."""
+    for common in _COMMON:
+        if abs(interval / common - 1) <= 0.1:
+            return common
+    return max(1, round(interval))
+
+
+def choose(*, step: int, rate_window: str, interval: float, recorded: bool) -> Resolution:
+    """The step and rate window for data every `interval` seconds (0: unknown, kept as asked).
+
+    `rate_window` is `auto` (two intervals, the shortest window in which `rate()` always has two
+    samples) or a duration, raised to two intervals when shorter. A recorded rate needs no window.
+    """
+    notes: list[str] = []
+    if interval <= 0:
+        rate = queries.duration(rate_window) if rate_window != AUTO else max(2 * step, 60)
+        return Resolution(step, rate, interval)
+    data = nice_interval(interval)
+    if step < data:
+        notes.append(f"the step {queries.promql_duration(step)} is finer than the data (every {data}s): "
+                     f"raised to {queries.promql_duration(data)}, as finer steps only copy samples")
+        step = data
+    if rate_window == AUTO or recorded:
+        rate = 2 * data
+    else:
+        rate, raised = queries.safe_rate_window(queries.duration(rate_window), interval=data)
+        if raised:
+            notes.append(raised)
+    return Resolution(step, rate, interval, tuple(notes))
+
+
+def points(series: float, *, span: float, step: float, interval: float) -> float:
+    """Points one query over `series` series and `span` seconds materialises: a subquery's steps or
+    a range selector's raw samples, whichever is more (`interval` 0: unknown, the step counts)."""
+    return estimate(series, span=span, resolution=min(step, interval) if interval > 0 else step)
