@@ -76,10 +76,10 @@ BAD_VALUES = [
     (["serve", "--port", "80800"], "--port: 80800 is not a port: use 1 to 65535"),
     (["dashboard", "--port", "80800"], "--port: 80800 is not a port: use 1 to 65535"),
     (["recommend", "--metrics-port", "70000"], "--metrics-port: 70000 is not a port: use 1 to 65535, or 0"),
-    (["boost-controller", "--metrics-port", "-1"], "--metrics-port: -1 is not a port"),
+    (["rightsize", "--metrics-port", "-1"], "--metrics-port: -1 is not a port"),
     (["dashboard", "--refresh-seconds", "0"], "--refresh-seconds: 0 seconds: use a number of seconds above"),
     (["recommend", "--interval", "soon"], "--interval: 'soon' is not a number"),
-    (["boost-controller", "--tick", "nan"], "--tick: 'nan' is not a finite number"),
+    (["rightsize", "--tick", "nan"], "--tick: 'nan' is not a finite number"),
     (["serve", "--drain-seconds", "-5"], "--drain-seconds: -5 seconds: use a number of seconds, 0 or more"),
     (["dashboard", "--dry-run-window", "1 day"], "--dry-run-window: not a duration: '1 day'"),
     (["profiles", "build", "--window", "fortnight"], "--window: not a duration: 'fortnight'"),
@@ -288,7 +288,7 @@ VERBS = [
     ["certs"],
     ["report"],
     ["dashboard"],
-    ["boost-controller"],
+    ["rightsize"],
 ]
 
 
@@ -313,7 +313,7 @@ class TestOneNamePerConcept:
 
     @pytest.mark.parametrize(
         "verb",
-        [v for v in VERBS if v[0] not in ("cluster-preview", "certs", "boost-controller")],
+        [v for v in VERBS if v[0] not in ("cluster-preview", "certs", "rightsize")],
         ids=" ".join,
     )
     def test_the_profile_store_file_is_profiles_path_in_every_verb_that_reads_or_writes_it(
