@@ -71,14 +71,13 @@ def probe_container(
     """Add each enabled probe the container lacks; nothing for containers without a TCP port.
 
     `targeted`: the container ports (numbers or names) the Pod's Services send to, preferred.
-    `served`: the port a selecting Service sends to this container (`webhook.core.serving`), which
-    it may not declare. A startup probe only beside a liveness probe (the author's or the policy's):
-    it exists to hold liveness back; alone it only adds a kill after its budget.
+    `served`: the port a selecting Service sends to this container (`webhook.core.serving`), probed
+    when the container declares no TCP port. A startup probe only beside a liveness probe (the
+    author's or the policy's): it exists to hold liveness back; alone it only adds a kill.
     """
-    declared = serving_port(ref.body, targeted)
-    if served is not None and (declared is None or int(declared["containerPort"]) != served):
-        declared = {"containerPort": served}
-    port = declared
+    port = serving_port(ref.body, targeted)
+    if port is None and served is not None:  # traffic comes to a port the container does not declare
+        port = {"containerPort": served}
     if port is None:
         return []
     number = int(port["containerPort"])
