@@ -41,7 +41,7 @@ def report_for(obj: dict[str, Any], *, profiles: dict[str, Recommendation] | Non
     row = evaluate(item, cluster=snapshot, profiles=ProfileSnapshot({WEB: profiles or {}}))
     policy = snapshot.policies.get(row.policy)
     built = build_report(row, owner={**OWNER, "kind": obj["kind"], "name": obj["metadata"]["name"]},
-                         policy=policy, inputs="digest")  # fmt: skip
+                         policy=policy)  # fmt: skip
     assert_valid_report(built)
     return built
 
@@ -57,7 +57,11 @@ class TestTheReportObject:
         assert built["metadata"]["name"] == "pod-tailor-deployment-web"
         assert built["metadata"]["ownerReferences"] == [OWNER]
         assert built["scope"] == {**OWNER, "namespace": "shop"}
-        assert built["metadata"]["annotations"]["pod-tailor.io/report-inputs"] == "digest"
+        digest = built["metadata"]["annotations"]["pod-tailor.io/report-digest"]
+        assert digest == report_for(workload("Deployment", "web", container(port=8080)))["metadata"][
+            "annotations"]["pod-tailor.io/report-digest"], "the same decision, the same digest"  # fmt: skip
+        other = report_for(workload("Deployment", "web", container(port=9090)))
+        assert other["metadata"]["annotations"]["pod-tailor.io/report-digest"] != digest
         assert built["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "pod-tailor"
 
     def test_one_result_per_container_and_rule_and_grace_once_with_a_true_summary(self) -> None:

@@ -13,6 +13,7 @@ Pure: no clock (no timestamps, so an unchanged decision is an unchanged object),
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
@@ -24,7 +25,7 @@ from webhook.report.units import amount
 
 __all__ = [
     "API_VERSION",
-    "INPUTS_ANNOTATION",
+    "DIGEST_ANNOTATION",
     "MANAGED_BY",
     "RULES",
     "SOURCE",
@@ -36,7 +37,9 @@ API_VERSION = "openreports.io/v1alpha1"
 SOURCE = "pod-tailor"
 POLICY = "pod-tailor"
 RULES = ("requests", "limits", "probes", "preStop", "grace", "boost", "fit")
-INPUTS_ANNOTATION = "pod-tailor.io/report-inputs"  # the digest of what the report was computed from
+# The digest of the Report's content as pod-tailor wrote it: a controller that computes the same digest has
+# nothing to write (a new leader included, which knows nothing else of what was written before it).
+DIGEST_ANNOTATION = "pod-tailor.io/report-digest"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "pod-tailor"}
 _SEVERITY = {"fail": "medium", "warn": "low"}
 _CATEGORY = {"requests": "Resources", "limits": "Resources", "fit": "Resources", "boost": "Resources",
@@ -211,11 +214,9 @@ def build_report(
     *,
     owner: Mapping[str, str],
     policy: Policy | None,
-    inputs: str,
 ) -> Obj:
-    """The `Report` for `workload`, owned by `owner` ({apiVersion, kind, name, uid}); `inputs` is the
-    digest of what it was computed from, kept in an annotation so that nobody recomputes it for
-    nothing (a new leader included)."""
+    """The `Report` for `workload`, owned by `owner` ({apiVersion, kind, name, uid}), with the digest of
+    its content in an annotation (`DIGEST_ANNOTATION`)."""
     results = [r for c in workload.containers
                for r in _container(c, policy=policy, skipped=workload.skipped,
                                    enforce=workload.mode == "enforce")]  # fmt: skip
@@ -226,14 +227,13 @@ def build_report(
                for state in ("pass", "fail", "warn", "error", "skip")}  # fmt: skip
     reference = {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": owner["name"],
                  "uid": owner["uid"]}  # fmt: skip
-    return {
+    report: Obj = {
         "apiVersion": API_VERSION,
         "kind": "Report",
         "metadata": {
             "name": report_name(owner["kind"], owner["name"]),
             "namespace": workload.namespace,
             "labels": {**MANAGED_BY, "pod-tailor.io/mode": workload.mode},
-            "annotations": {INPUTS_ANNOTATION: inputs},
             "ownerReferences": [reference],
         },
         "scope": {**reference, "namespace": workload.namespace},
@@ -241,3 +241,6 @@ def build_report(
         "summary": summary,
         "results": results,
     }
+    canonical = json.dumps(report, sort_keys=True, separators=(",", ":")).encode()
+    report["metadata"]["annotations"] = {DIGEST_ANNOTATION: hashlib.sha256(canonical).hexdigest()[:32]}
+    return report
