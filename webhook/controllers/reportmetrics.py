@@ -33,6 +33,10 @@ class ReportMetrics:
         )  # fmt: skip
         for outcome in OUTCOMES:  # every outcome exists from the start, so rate() works at once
             self.writes.labels(outcome)
+        self.passes = Counter(
+            "pod_tailor_report_passes", "Passes over the workloads while leading (writes or not).",
+            registry=self.registry,
+        )  # fmt: skip
         self.reports = Gauge(
             "pod_tailor_report_workloads", "Workloads in scope, each with one Report.", registry=self.registry
         )

@@ -195,6 +195,7 @@ class ReportsController:
     def step(self) -> int:
         """One pass; returns the Reports written (applied or deleted)."""
         self.passes += 1
+        self.metrics.passes.inc()
         if not self.crd_installed():
             return 0
         cluster, profiles = self.cluster(), self.profiles()
