@@ -260,10 +260,9 @@ class TestFailures:
         fake.put(web())
         fake.fail_next(REPORTS + "pod-tailor-deployment-web", 409)
         with replica(fake, tmp_path) as running:
-            wait_until(lambda: fake.get("reports", "pod-tailor-deployment-web", namespace="shop"),
-                       timeout=30, what="the report")  # fmt: skip
+            wait_until(lambda: running.count("applied") == 1, timeout=30, what="the report")
+            assert fake.get("reports", "pod-tailor-deployment-web", namespace="shop") is not None
             assert running.count("conflict") == 1
-            assert running.count("applied") == 1
             running.passes()
             assert running.count("applied") == 1
 
