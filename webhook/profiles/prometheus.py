@@ -71,6 +71,7 @@ class Prometheus:
     selector: str = ""  # label matchers added to every query (`cluster="prod-eu"`), see queries.scoped
     samples_read: int = 0  # samples the queries touched, as Prometheus counts them (`stats=all`)
     peak_samples: int = 0  # the most samples one query held at once (what --query.max-samples limits)
+    refusals: int = 0  # queries refused for their size (too many samples, a timeout)
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()  # builds run several queries at once
@@ -122,6 +123,8 @@ class Prometheus:
             message = body.get("error", "no error message") if isinstance(body, dict) else str(body)[:200]
             text = f"Prometheus at {self.url}: HTTP {response.status_code}, {kind}: {message}"
             if "too many samples" in str(message) or kind == "timeout" or response.status_code == 422:
+                with self._lock:
+                    self.refusals += 1
                 raise TooManySamplesError(text)
             if response.status_code in _OVERLOADED:
                 raise OverloadedError(text)
