@@ -34,7 +34,7 @@ from webhook.core.profile import WorkloadProfiles
 from webhook.core.qos import qos_class
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
 from webhook.core.statistic import for_workload
-from webhook.core.steps import check_headroom, hold, probe, shut_down, size, start_boost
+from webhook.core.steps import check_headroom, classify, hold, probe, shut_down, size, start_boost
 from webhook.core.steps.context import Context, Step, open_context
 from webhook.core.workload import WorkloadKey, pod_workload
 
@@ -42,6 +42,7 @@ __all__ = ["STEPS", "decide", "tailor"]
 
 # The engine's steps, in the order they run (see the module docstring).
 STEPS: tuple[Step, ...] = (
+    classify.STEP,  # the workload class: datastore, node-agent, batch, web, ...
     hold.STEP,  # which resources an autoscaler owns
     size.STEP,  # requests and limits
     probe.STEP,  # readiness, startup and liveness probes
@@ -112,6 +113,9 @@ def _decision(ctx: Context, *, label: str) -> Decision:
         notes=notes,
         qos=qos_class(ctx.pod, injections),
         order=order,
+        workload_class=(
+            f"{ctx.workload_class.name} ({ctx.workload_class.reason})" if ctx.workload_class else None
+        ),
     )
     ctx.patch.set(("metadata", "annotations", INJECTED_ANNOTATION), text)
     return Decision(

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from webhook.core.autoscalers import Autoscalers
+from webhook.core.classes import WorkloadClass
 from webhook.core.decision import Injection, Note
 from webhook.core.facts import ClusterFacts
 from webhook.core.holds import Hold
@@ -49,6 +50,7 @@ class Context:
     workload: WorkloadKey | None
     # Read from the Pod once, for every step.
     features: frozenset[str]  # the policy's features less the Pod's `pod-tailor.io/exclude`
+    excluded: frozenset[str]  # the features the Pod's `pod-tailor.io/exclude` turns off
     annotations: Mapping[str, Any]
     path_annotation: str | None  # a usable `pod-tailor.io/probe-path`, else None
     serving_pod: bool  # long-running (not a Job's, restartPolicy Always)
@@ -67,6 +69,8 @@ class Context:
     holds: dict[str, Mapping[str, Hold]] = field(default_factory=dict)  # container -> resource -> Hold
     sleeps: list[int] = field(default_factory=list)  # preStop sleeps added, in seconds
     skipped: str | None = None  # set by a step that leaves the whole Pod alone: no later step runs
+    workload_class: WorkloadClass | None = None  # the Pod's class (`classify`), with its reason
+    container_policies: dict[str, Policy] = field(default_factory=dict)  # a container class's policy
 
     @property
     def targeted(self) -> frozenset[int | str]:
@@ -136,6 +140,7 @@ def open_context(
         facts=facts,
         workload=workload,
         features=policy.features - opt_out.features,
+        excluded=opt_out.features,
         annotations=annotations,
         path_annotation=path_annotation,
         serving_pod=serving_pod,
