@@ -146,6 +146,19 @@ def containers(pod: dict[str, Any]) -> list[dict[str, Any]]:
     return [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]
 
 
+def selected_by(pod: PreviewedPod) -> list[dict[str, Any]]:
+    """The Services of the Pod's input whose selector matches its labels (same namespace, as written)."""
+    labels = (pod.after.get("metadata") or {}).get("labels") or {}
+    namespace = (pod.written.get("metadata") or {}).get("namespace")
+    return [
+        service
+        for service in pod.services
+        if (selector := (service.get("spec") or {}).get("selector"))
+        and (service.get("metadata") or {}).get("namespace") == namespace
+        and all(labels.get(key) == value for key, value in selector.items())
+    ]
+
+
 def _validates(document: dict[str, Any]) -> str | None:
     """None when `document` validates strictly on 1.30, else the validator's message."""
     try:
