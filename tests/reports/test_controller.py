@@ -185,6 +185,13 @@ class TestReportsAreKept:
             assert applies(fake) == ["pod-tailor-deployment-web"]
             assert stored(fake)["metadata"]["resourceVersion"] == before
             assert running.controller.writes == 1
+            # The gauges with Policy Reporter's labels count the results of the Reports in the cluster.
+            warned = running.metrics.results.labels("shop", "pod-tailor", "requests", "warn", "pod-tailor")
+            assert warned._value.get() == 1
+            summary = stored(fake)["summary"]
+            for status in ("pass", "warn", "skip"):
+                shown = running.metrics.summary.labels("shop", "pod-tailor", status)._value.get()
+                assert shown == summary[status]
 
     def test_a_template_change_rewrites_the_report(self, fake: FakeKube, tmp_path: Path) -> None:
         fake.put(web())
