@@ -326,7 +326,7 @@ class FakeKube:
 
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self) -> FakeKube:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        server = _Server(("127.0.0.1", 0), _handler_for(self))
         server.daemon_threads = True
         self._server = server
         threading.Thread(
@@ -890,6 +890,16 @@ def _field_namespace(query: dict[str, list[str]]) -> str | None:
         if key == "metadata.namespace":
             return value.lstrip("=")
     return None
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that drops its connection (a pool closing an idle one) is not an error to print."""
+        import sys
+
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 def _manager(query: dict[str, list[str]]) -> str:
