@@ -299,14 +299,13 @@ def _batches(
 
 
 def _grown(batch: _Batch, sid: SeriesId, neighbours: Mapping[str, Sequence[SeriesId]]) -> set[SeriesId]:
-    """The series the batch's selector picks once `sid` joins it, that it did not before."""
+    """The series the batch's selector picks once `sid` joins it, that it did not before: its Pod's,
+    or every Pod's when a namespace or a container name is new to the batch."""
     namespace, pod, container = sid
+    wider = namespace not in batch.namespaces or container not in batch.containers
     namespaces, containers = batch.namespaces | {namespace}, batch.containers | {container}
-    pods = batch.pods | {pod}
     out: set[SeriesId] = set()
-    for name in pods:
-        if name != pod and namespace in batch.namespaces and container in batch.containers:
-            continue  # nothing new from a Pod already in the batch unless a label set grew
+    for name in (batch.pods | {pod}) if wider else (pod,):
         for other in neighbours.get(name, (sid,)):
             if other[0] in namespaces and other[2] in containers and not _in(batch, other):
                 out.add(other)
