@@ -240,7 +240,7 @@ class TestTheReportReadsTheSameInputs:
         rows = [line.split() for line in out.split("\n\n")[0].splitlines()[1:]]
         assert code == 0, err
         assert [row[2] for row in rows] == ["migrate", "app", "(pod)"]
-        assert [row[-1] for row in rows] == ["-", "readiness,startup,preStop=5s", "grace=35s"]
+        assert [row[-1] for row in rows] == ["-", "readiness,preStop=5s", "grace=35s"]
 
     def test_same_named_workloads_of_two_files_stay_two_rows_named_by_file(
         self, capsys: pytest.CaptureFixture[str], tmp_path: Path
