@@ -185,6 +185,13 @@ class TestReportsAreKept:
             assert applies(fake) == ["pod-tailor-deployment-web"]
             assert stored(fake)["metadata"]["resourceVersion"] == before
             assert running.controller.writes == 1
+            # The gauges with Policy Reporter's labels count the results of the Reports in the cluster.
+            warned = running.metrics.results.labels("shop", "pod-tailor", "requests", "warn", "pod-tailor")
+            assert warned._value.get() == 1
+            summary = stored(fake)["summary"]
+            for status in ("pass", "warn", "skip"):
+                shown = running.metrics.summary.labels("shop", "pod-tailor", status)._value.get()
+                assert shown == summary[status]
 
     def test_a_template_change_rewrites_the_report(self, fake: FakeKube, tmp_path: Path) -> None:
         fake.put(web())
@@ -260,10 +267,9 @@ class TestFailures:
         fake.put(web())
         fake.fail_next(REPORTS + "pod-tailor-deployment-web", 409)
         with replica(fake, tmp_path) as running:
-            wait_until(lambda: fake.get("reports", "pod-tailor-deployment-web", namespace="shop"),
-                       timeout=30, what="the report")  # fmt: skip
+            wait_until(lambda: running.count("applied") == 1, timeout=30, what="the report")
+            assert fake.get("reports", "pod-tailor-deployment-web", namespace="shop") is not None
             assert running.count("conflict") == 1
-            assert running.count("applied") == 1
             running.passes()
             assert running.count("applied") == 1
 
@@ -313,3 +319,12 @@ class TestLeaderChange:
             replicas[other].passes()
             assert len(applies(fake)) == 2
             electors[other].stop()
+
+
+def test_the_result_gauges_use_policy_reporters_label_names() -> None:
+    """policy_report_result and policy_report_summary label results so; dashboards carry over."""
+    metrics = ReportMetrics()
+    assert set(metrics.results._labelnames) <= {"namespace", "policy", "rule", "status", "source", "kind",
+                                               "name", "severity", "category", "report"}  # fmt: skip
+    assert {"policy", "rule", "status", "source"} <= set(metrics.results._labelnames)
+    assert set(metrics.summary._labelnames) == {"namespace", "source", "status"}

@@ -10,6 +10,8 @@ Two refinements for resources pod-tailor only reads in part:
 - `optional`: a custom resource whose CRD may not be installed (VerticalPodAutoscalers, Gateway API
   routes). A 404 on the list means "not served": the collection counts as listed and empty, and the
   list is tried again every `absent_retry` seconds, so a CRD installed later is picked up.
+- `keep`: what of an object is stored (the rest is dropped as it arrives): a controller that watches
+  thousands of objects keeps the fields it reads, not their managedFields and status.
 - `relevant`: what of an object a snapshot reads. A MODIFIED event that leaves it unchanged (an HPA's
   status, written every 15 s; a Service's load-balancer status) is stored without `on_change`, so the
   snapshot and the verdict cache built on it are not thrown away for nothing.
@@ -97,8 +99,10 @@ class Watched:
         absent_retry: float = 300.0,
         relevant: Callable[[Obj], Hashable] | None = without_status,
         on_failure: Callable[[str], None] | None = None,
+        keep: Callable[[Obj], Obj] | None = None,
     ) -> None:
         self.resource = resource
+        self._keep = keep
         self._call = list_call
         self._on_change = on_change
         self._stop = stop
@@ -194,7 +198,7 @@ class Watched:
                 options["_continue"] = token
             body = json.loads(self._call(**options).data)
             for item in body.get("items") or ():
-                objects[_key(item)] = item
+                objects[_key(item)] = self._keep(item) if self._keep is not None else item
             token = (body.get("metadata") or {}).get("continue")
             if not token:
                 break
@@ -248,6 +252,8 @@ class Watched:
             self.resource_version = str(obj["metadata"]["resourceVersion"])
             if kind == "BOOKMARK":
                 continue
+            if self._keep is not None and kind != "DELETED":
+                obj = self._keep(obj)
             with self._lock:
                 if kind == "DELETED":
                     previous = self._objects.pop(_key(obj), None)
