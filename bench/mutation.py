@@ -83,12 +83,22 @@ def scratch_copy(workdir: Path, *, fresh: bool = True) -> Path:
             break
     # The same test runs twice in mutmut's process (its stats, then a clean run): Hypothesis would take
     # the second instance of a test class for a different executor. Deadlines do not fit trampolines.
+    # A test's own `@settings(suppress_health_check=...)` replaces the profile's list, so each collected
+    # property gets the two added to its own settings as well.
     with (repo / "tests" / "conftest.py").open("a") as conftest:
         conftest.write(
             "\n\nfrom hypothesis import HealthCheck as _Check, settings as _settings  # bench/mutation.py\n"
-            "_settings.register_profile('mutmut', suppress_health_check=[_Check.differing_executors,"
-            " _Check.too_slow], deadline=None)\n"
+            "_BENCH_SUPPRESSED = [_Check.differing_executors, _Check.too_slow]\n"
+            "_settings.register_profile('mutmut', suppress_health_check=_BENCH_SUPPRESSED, deadline=None)\n"
             "_settings.load_profile('mutmut')\n"
+            "\n\ndef pytest_collection_modifyitems(items):  # bench/mutation.py\n"
+            "    for item in items:\n"
+            "        test = getattr(getattr(item, 'obj', None), '__func__', getattr(item, 'obj', None))\n"
+            "        own = getattr(test, '_hypothesis_internal_use_settings', None)\n"
+            "        if own is not None:\n"
+            "            suppressed = [*own.suppress_health_check, *_BENCH_SUPPRESSED]\n"
+            "            test._hypothesis_internal_use_settings = _settings(\n"
+            "                own, suppress_health_check=suppressed, deadline=None)\n"
         )
     return repo
 
