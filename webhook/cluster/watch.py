@@ -10,6 +10,10 @@ Two refinements for resources pod-tailor only reads in part:
 - `optional`: a custom resource whose CRD may not be installed (VerticalPodAutoscalers, Gateway API
   routes). A 404 on the list means "not served": the collection counts as listed and empty, and the
   list is tried again every `absent_retry` seconds, so a CRD installed later is picked up.
+- `forbidden_ok`: a collection a feature can do without (Nodes, ResourceQuotas): a 403 on the list
+  (no RBAC for it) counts as not served, like an optional resource's 404, and `forbidden` says so.
+- `transform`: keep only what a snapshot reads of each object (a Node without its images and
+  conditions is a twentieth of its size), applied to listed objects and events alike.
 - `relevant`: what of an object a snapshot reads. A MODIFIED event that leaves it unchanged (an HPA's
   status, written every 15 s; a Service's load-balancer status) is stored without `on_change`, so the
   snapshot and the verdict cache built on it are not thrown away for nothing.
@@ -97,6 +101,8 @@ class Watched:
         absent_retry: float = 300.0,
         relevant: Callable[[Obj], Hashable] | None = without_status,
         on_failure: Callable[[str], None] | None = None,
+        forbidden_ok: bool = False,
+        transform: Callable[[Obj], Obj] | None = None,
     ) -> None:
         self.resource = resource
         self._call = list_call
@@ -110,6 +116,9 @@ class Watched:
         self._absent_retry = absent_retry
         self._relevant = relevant
         self._on_failure = on_failure  # told each failed list or watch (for health reporting)
+        self._forbidden_ok = forbidden_ok
+        self._transform = transform
+        self.forbidden = False  # True while the list answers 403 (with `forbidden_ok`)
         self._lock = threading.Lock()
         self._objects: dict[Key, Obj] = {}
         self._response: Any = None
@@ -132,6 +141,10 @@ class Watched:
                     self._list(reason)
                 except Exception as exc:
                     if self._optional and _not_served(exc):
+                        self._absent()
+                        continue
+                    if self._forbidden_ok and getattr(exc, "status", None) == 403:
+                        self.forbidden = True
                         self._absent()
                         continue
                     self._failed("list", exc)
@@ -157,8 +170,8 @@ class Watched:
     def _absent(self) -> None:
         """An optional resource that is not served: listed as empty, asked again later."""
         if self.served or not self.synced.is_set():
-            log.info("%s: not served by this cluster; asking again every %.0fs", self.resource,
-                     self._absent_retry)
+            why = "may not be listed (403)" if self.forbidden else "not served by this cluster"
+            log.info("%s: %s; asking again every %.0fs", self.resource, why, self._absent_retry)
         self.served = False
         with self._lock:
             had = bool(self._objects)
@@ -194,13 +207,13 @@ class Watched:
                 options["_continue"] = token
             body = json.loads(self._call(**options).data)
             for item in body.get("items") or ():
-                objects[_key(item)] = item
+                objects[_key(item)] = self._transform(item) if self._transform else item
             token = (body.get("metadata") or {}).get("continue")
             if not token:
                 break
         with self._lock:
             self._objects = objects
-        self.served = True
+        self.served, self.forbidden = True, False
         self.resource_version = str(body["metadata"]["resourceVersion"])
         self._backoff.reset()
         metrics.WATCH_LISTS.labels(self.resource, reason).inc()
@@ -248,6 +261,8 @@ class Watched:
             self.resource_version = str(obj["metadata"]["resourceVersion"])
             if kind == "BOOKMARK":
                 continue
+            if self._transform is not None:
+                obj = self._transform(obj)
             with self._lock:
                 if kind == "DELETED":
                     previous = self._objects.pop(_key(obj), None)
