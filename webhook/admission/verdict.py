@@ -40,6 +40,7 @@ class Verdict:
     injections: tuple[Injection, ...] = ()
     workload: str | None = None
     policy: str | None = None
+    capped: tuple[str, ...] = ()  # the rules that lowered a value ("fit", "quota"), for metrics
     # Derived once per verdict (a cached verdict answers every replica of a template):
     # (field kind, source kind, count), for metrics
     injection_counts: tuple[tuple[str, str, int], ...] = field(init=False)
@@ -63,6 +64,10 @@ def _field_kind(name: str) -> str:
 def source_kind(injection: Injection) -> str:
     """Bounded metric label values: `profile` for values sized from usage history, else `policy`."""
     return "profile" if injection.basis is Basis.HISTORY else "policy"
+
+
+def _capped(decision: Decision) -> tuple[str, ...]:
+    return tuple(sorted({cap.rule for cap in decision.caps})) if decision.caps else ()
 
 
 def _would(decision: Decision) -> list[str]:
@@ -101,9 +106,11 @@ def verdict(settings: NamespaceSettings, decision: Decision) -> Verdict:
             injections=decision.injections,
             workload=workload,
             policy=policy,
+            capped=_capped(decision),
         )
     if not decision.ops:
-        return Verdict(Outcome.UNCHANGED, warnings=fit_warnings(notes), workload=workload, policy=policy)
+        return Verdict(Outcome.UNCHANGED, warnings=fit_warnings(notes), workload=workload, policy=policy,
+                       capped=_capped(decision))
     audit = fit_audit({"mode": "enforce", "policy": decision.policy, "injected": _would(decision)})
     return Verdict(
         Outcome.PATCHED,
@@ -113,4 +120,5 @@ def verdict(settings: NamespaceSettings, decision: Decision) -> Verdict:
         injections=decision.injections,
         workload=workload,
         policy=policy,
+        capped=_capped(decision),
     )
