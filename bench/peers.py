@@ -246,6 +246,7 @@ def main() -> int:
     parser.add_argument("--krr-home", type=Path, default=Path(tempfile.gettempdir()) / "pod-tailor-krr",
                         help="where KRR's virtualenv lives, outside the repository [%(default)s]")
     parser.add_argument("--only", choices=("krr", "pod-tailor"), help="run one tool only")
+    parser.add_argument("--prepare", action="store_true", help="make the history and stop")
     args = parser.parse_args()
     data = args.keep / "data"
     if not (data.exists() and any(data.iterdir())):
@@ -260,6 +261,8 @@ def main() -> int:
             "resolution": args.resolution, "days": args.days, "workloads": args.workloads,
             "samples": samples}))
         print(f"backfilled {samples:,} samples in {time.monotonic() - began:.0f} s")
+    if args.prepare:
+        return 0
     meta = json.loads((args.keep / "meta.json").read_text())
     end = int((args.keep / "end").read_text())
     step, days = meta["resolution"], meta["days"]

@@ -32,6 +32,13 @@ the Pod must stay within `hard`; `status.used` is written as the create is admit
 plugin does; scopes BestEffort/NotBestEffort/Terminating/NotTerminating); `/version`; legacy
 discovery (`/api`, `/apis`, `/api/v1`, ...) and an OpenAPI v3 index, enough for the real
 `kubectl create --dry-run=server`.
+Server-side apply (PATCH `application/apply-patch+yaml` with `fieldManager`, `force`): field ownership
+per manager in `metadata.managedFields`, a 409 naming the fields another manager owns unless forced, a
+manager's fields left out of its next apply removed. `kube.install_crd(crd)` serves a
+CustomResourceDefinition's resource (its group appears in discovery only then; writes are validated
+against its openAPIV3Schema, 422 when invalid) and `kube.uninstall_crd(crd)` takes it away again.
+`FakeKube(garbage_collection=True)` deletes, as the garbage collector does, objects whose every
+ownerReference names a deleted object.
 `kube.add_mutating_webhook(entry, url=..., ca_file=...)` makes creates go through a real webhook over
 HTTPS (rules, namespaceSelector, objectSelector, failurePolicy honoured; warnings become `Warning`
 headers). `FakeKube(token="")` accepts any client (kubectl sends no bearer token over plain HTTP).
@@ -299,6 +306,9 @@ class FakeKube:
     resize_served: bool = True
     # Every write as (method, path?query, body): what a controller changed, and nothing else.
     mutations: list[tuple[str, str, Any]] = field(default_factory=list)
+    # Whether deleting an object deletes its dependents (ownerReferences), as kube-controller-manager's
+    # garbage collector does in the background (here at once).
+    garbage_collection: bool = False
 
     def __post_init__(self) -> None:
         self._resources: dict[tuple[str, str], Resource] = {(r.prefix, r.plural): r for r in _CORE}
@@ -312,6 +322,10 @@ class FakeKube:
         self._webhooks: list[MutatingWebhook] = []
         self._server: ThreadingHTTPServer | None = None
         self._paused: list[_Event] | None = None  # events held back from the watches (see `lagging`)
+        self._schemas: dict[tuple[str, str], Obj] = {}  # (prefix, plural) -> a CRD's openAPIV3Schema
+        # (prefix, plural, namespace, name) -> field path -> (manager, operation): server-side apply's
+        # ownership, kept for objects written by an apply at least once.
+        self._owners: dict[tuple[str, str, str, str], dict[tuple[str, ...], tuple[str, str]]] = {}
 
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self) -> FakeKube:
@@ -351,6 +365,37 @@ class FakeKube:
         with self._cond:
             self._resources[(prefix, plural)] = resource
         return resource
+
+    def install_crd(self, crd: Mapping[str, Any]) -> list[Resource]:
+        """Serve a CustomResourceDefinition (apiextensions.k8s.io/v1): every served version becomes a
+        resource, in discovery from now on, its writes validated against the version's openAPIV3Schema."""
+        spec = crd["spec"]
+        names, namespaced = spec["names"], spec.get("scope", "Namespaced") == "Namespaced"
+        installed = []
+        for version in spec.get("versions") or ():
+            if not version.get("served", True):
+                continue
+            prefix = f"/apis/{spec['group']}/{version['name']}"
+            installed.append(self.register(prefix, names["plural"], names["kind"], namespaced=namespaced))
+            schema = (version.get("schema") or {}).get("openAPIV3Schema")
+            with self._cond:
+                if schema:
+                    self._schemas[(prefix, names["plural"])] = copy.deepcopy(schema)
+        return installed
+
+    def uninstall_crd(self, crd: Mapping[str, Any]) -> None:
+        """Stop serving the CRD's resources (their objects go with them, as when a CRD is deleted)."""
+        spec = crd["spec"]
+        for version in spec.get("versions") or ():
+            prefix, plural = f"/apis/{spec['group']}/{version['name']}", spec["names"]["plural"]
+            with self._cond:
+                resource = self._resources.get((prefix, plural))
+                if resource is None:
+                    continue
+                for namespace, name in list(self._objects.get((prefix, plural), {})):
+                    self._remove(resource, namespace, name)
+                del self._resources[(prefix, plural)]
+                self._schemas.pop((prefix, plural), None)
 
     def resource(self, plural: str, prefix: str | None = None) -> Resource:
         with self._cond:
@@ -504,6 +549,8 @@ class FakeKube:
             meta["labels"] = {**(meta.get("labels") or {}), "kubernetes.io/metadata.name": meta["name"]}
             obj.setdefault("spec", {"finalizers": ["kubernetes"]})
             obj.setdefault("status", {"phase": "Active"})
+        if self._owners:
+            self._managed_fields(resource, obj)
         bucket[key] = obj
         self._publish(_Event(self._rv, "MODIFIED" if old else "ADDED", resource, copy.deepcopy(obj),
                              copy.deepcopy(old) if old else None))
@@ -512,10 +559,125 @@ class FakeKube:
     def _remove(self, resource: Resource, namespace: str, name: str) -> Obj:
         bucket = self._objects.get((resource.prefix, resource.plural), {})
         obj = bucket.pop((namespace, name))
+        self._owners.pop((resource.prefix, resource.plural, namespace, name), None)
         self._rv += 1
         obj["metadata"]["resourceVersion"] = str(self._rv)
         self._publish(_Event(self._rv, "DELETED", resource, copy.deepcopy(obj)))
+        if self.garbage_collection:
+            self._collect_dependents(str(obj["metadata"].get("uid") or ""))
         return obj
+
+    def _collect_dependents(self, uid: str) -> None:
+        """Delete what `uid` owned and no other live object owns (background cascading deletion)."""
+        if not uid:
+            return
+        live = {
+            str(o["metadata"].get("uid")) for bucket in self._objects.values() for o in bucket.values()
+        }
+        for (prefix, plural), bucket in list(self._objects.items()):
+            for (namespace, name), obj in list(bucket.items()):
+                owners = {str(r.get("uid")) for r in obj["metadata"].get("ownerReferences") or ()}
+                if uid in owners and not owners & live and (namespace, name) in bucket:
+                    self._remove(self._resources[(prefix, plural)], namespace, name)
+
+    def _invalid(self, resource: Resource, obj: Obj) -> str | None:
+        """The API server's answer to an object its CRD's schema refuses (None: valid or no schema)."""
+        schema = self._schemas.get((resource.prefix, resource.plural))
+        if schema is None:
+            return None
+        import jsonschema  # type: ignore[import-untyped]
+
+        errors = sorted(jsonschema.Draft7Validator(schema).iter_errors(obj), key=lambda e: list(e.path))
+        if not errors:
+            return None
+        parts = (str(p) if isinstance(p, str) else f"[{p}]" for p in errors[0].path)
+        where = ".".join(parts).replace(".[", "[")
+        group = resource.api_version.partition("/")[0]
+        name = (obj.get("metadata") or {}).get("name")
+        return f'{resource.kind}.{group} "{name}" is invalid: {where or "<root>"}: {errors[0].message}'
+
+    def _track_update(self, resource: Resource, old: Obj | None, new: Obj, manager: str) -> None:
+        """A non-apply write to an object under server-side apply: the fields it changed are `manager`'s."""
+        meta = new.get("metadata") or {}
+        key = (resource.prefix, resource.plural, meta.get("namespace", "") or "", str(meta.get("name")))
+        owners = self._owners.get(key)
+        if owners is None:
+            return
+        before = dict(_leaves(old or {}))
+        for path, value in _leaves(new):
+            if before.get(path, _MISSING) != value:
+                owners[path] = (manager, "Update")
+        now = {path for path, _ in _leaves(new)}
+        for path in [p for p in owners if p not in now]:
+            del owners[path]
+
+    def _managed_fields(self, resource: Resource, obj: Obj) -> None:
+        meta = obj["metadata"]
+        key = (resource.prefix, resource.plural, meta.get("namespace", "") or "", str(meta.get("name")))
+        owners = self._owners.get(key)
+        if owners is None:
+            meta.pop("managedFields", None)
+            return
+        grouped: dict[tuple[str, str], Obj] = {}
+        for path, who in sorted(owners.items()):
+            node = grouped.setdefault(who, {})
+            for part in path:
+                node = node.setdefault(f"f:{part}", {})
+        meta["managedFields"] = [
+            {"manager": manager, "operation": operation, "apiVersion": resource.api_version,
+             "time": _now(), "fieldsType": "FieldsV1", "fieldsV1": fields}
+            for (manager, operation), fields in grouped.items()
+        ]  # fmt: skip
+
+    def _apply(
+        self, resource: Resource, namespace: str, name: str, body: Obj, *, manager: str, force: bool
+    ) -> tuple[int, Obj]:
+        """Server-side apply of `body` by `manager`: (HTTP code, stored object or Status)."""
+        current = self._lookup(resource, namespace, name)
+        meta = body.get("metadata") or {}
+        if meta.get("name") not in (None, name):
+            return 400, status_object(400, "BadRequest", "the name of the object does not match the URL")
+        wanted = meta.get("resourceVersion")
+        if current is not None and wanted and wanted != current["metadata"]["resourceVersion"]:
+            return 409, status_object(409, "Conflict", f'Operation cannot be fulfilled on {resource.plural} '
+                                      f'"{name}": the object has been modified; please apply your changes '
+                                      "to the latest version and try again", name=name, kind=resource.plural)
+        key = (resource.prefix, resource.plural, namespace, name)
+        if current is not None and key not in self._owners:
+            self._owners[key] = {path: ("before-first-apply", "Update") for path, _ in _leaves(current)}
+        owners = self._owners.setdefault(key, {})
+        applied = dict(_leaves(body))
+        base = copy.deepcopy(current) if current is not None else {}
+        conflicts = sorted({
+            who for path, value in applied.items() for owned, who in owners.items()
+            if who[0] != manager and _overlap(path, owned) and _get(base, path) != value
+        })  # fmt: skip
+        if conflicts and not force:
+            fields = sorted({".".join(p) for p, v in applied.items() for o, w in owners.items()
+                             if w[0] != manager and _overlap(p, o) and _get(base, p) != v})  # fmt: skip
+            causes = [{"reason": "FieldManagerConflict", "field": f".{f}",
+                       "message": f'conflict with "{conflicts[0][0]}": .{f}'} for f in fields]  # fmt: skip
+            text = f"Apply failed with {len(fields)} conflict(s): " + ", ".join(c["message"] for c in causes)
+            return 409, status_object(409, "Conflict", text, name=name, kind=resource.plural, causes=causes)
+        mine = [path for path, who in owners.items() if who == (manager, "Apply")]
+        for path in mine:
+            del owners[path]
+            if path not in applied and not any(_overlap(path, o) for o in owners):
+                _drop(base, path)
+        for path, value in applied.items():
+            for owned in [o for o in owners if _overlap(path, o)]:
+                del owners[owned]
+            owners[path] = (manager, "Apply")
+            _put(base, path, copy.deepcopy(value))
+        base.setdefault("metadata", {})["name"] = name
+        if namespace:
+            base["metadata"]["namespace"] = namespace
+        problem = self._invalid(resource, base)
+        if problem is not None:
+            if current is None:
+                del self._owners[key]
+            return 422, status_object(422, "Invalid", problem, name=name, kind=resource.kind)
+        return (201 if current is None else 200), self._store(resource, base)
 
     def _publish(self, event: _Event) -> None:
         if self._paused is not None:
@@ -535,9 +697,10 @@ class FakeKube:
             watch.dropped = True
             self._forget(watch)
 
-    def _quota_admission(self, pod: Obj) -> str | None:
+    def _quota_admission(self, pod: Obj, *, dry_run: bool = False) -> str | None:
         """The ResourceQuota plugin on a Pod create (call with `_cond` held): why it is refused, or None
-        after charging every quota that counts it (a new `status.used`, published like any write)."""
+        after charging every quota that counts it (a new `status.used`, published like any write; a dry
+        run is judged but charges nothing)."""
         namespace = pod["metadata"].get("namespace", "default")
         quotas = [q for (ns, _), q in sorted(self._objects.get(("/api/v1", "resourcequotas"), {}).items())
                   if ns == namespace and _quota_counts(q, pod)]
@@ -555,7 +718,7 @@ class FakeKube:
                         f"used: {_shown(over, used)}, limited: {_shown(over, hard)}")
             charged.append((quota, {k: used.get(k, 0) + usage.get(k, 0) for k in hard}))
         resource = self._resources[("/api/v1", "resourcequotas")]
-        for quota, used_after in charged:
+        for quota, used_after in [] if dry_run else charged:
             updated = copy.deepcopy(quota)
             updated["status"] = {"hard": dict(quota["spec"]["hard"]),
                                  "used": {k: _quantity(k, v) for k, v in used_after.items()}}
@@ -676,6 +839,58 @@ class FakeKube:
         ]
 
 
+_MISSING = object()
+_NOT_APPLIED = ("resourceVersion", "managedFields", "uid", "creationTimestamp", "generation")
+
+
+def _leaves(obj: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """The fields server-side apply tracks: map entries down to leaves (lists are atomic)."""
+    if isinstance(obj, dict) and (obj or not path):
+        for key, value in obj.items():
+            if (path == () and key in ("apiVersion", "kind", "status")) or (
+                path == ("metadata",) and key in (*_NOT_APPLIED, "name", "namespace")
+            ):
+                continue
+            yield from _leaves(value, (*path, str(key)))
+    elif path:
+        yield path, obj
+
+
+def _overlap(one: tuple[str, ...], other: tuple[str, ...]) -> bool:
+    shorter = min(len(one), len(other))
+    return one[:shorter] == other[:shorter]
+
+
+def _get(obj: Any, path: tuple[str, ...]) -> Any:
+    for part in path:
+        if not isinstance(obj, dict) or part not in obj:
+            return _MISSING
+        obj = obj[part]
+    return obj
+
+
+def _put(obj: Obj, path: tuple[str, ...], value: Any) -> None:
+    for part in path[:-1]:
+        if not isinstance(obj.get(part), dict):
+            obj[part] = {}
+        obj = obj[part]
+    obj[path[-1]] = value
+
+
+def _drop(obj: Obj, path: tuple[str, ...]) -> None:
+    """Remove a field, and the maps it leaves empty."""
+    parents = [obj]
+    for part in path[:-1]:
+        child = parents[-1].get(part)
+        if not isinstance(child, dict):
+            return
+        parents.append(child)
+    parents[-1].pop(path[-1], None)
+    for depth in range(len(path) - 1, 0, -1):
+        if parents[depth] == {}:
+            parents[depth - 1].pop(path[depth - 1], None)
+
+
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
@@ -703,6 +918,11 @@ def _field_namespace(query: dict[str, list[str]]) -> str | None:
         if key == "metadata.namespace":
             return value.lstrip("=")
     return None
+
+
+def _manager(query: dict[str, list[str]]) -> str:
+    """The field manager of a non-apply write: `fieldManager`, else what the server derives (a name)."""
+    return query.get("fieldManager", [""])[0] or "unknown"
 
 
 def _handler_for(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
@@ -739,7 +959,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _body(self) -> Any:
         length = int(self.headers.get("Content-Length") or 0)
-        body = json.loads(self.rfile.read(length) or b"null")
+        raw = self.rfile.read(length) or b"null"
+        try:
+            body = json.loads(raw)
+        except ValueError:  # an apply patch may be YAML
+            body = yaml.safe_load(raw)
         with self.fake._cond:
             self.fake.mutations.append((self.command, self.path, copy.deepcopy(body)))
         return body
@@ -924,7 +1148,11 @@ class _Handler(BaseHTTPRequestHandler):
                     kind=resource.plural,
                 )
                 return
-            refused = self.fake._quota_admission(body) if resource.plural == "pods" else None
+            problem = self.fake._invalid(resource, body)
+            if problem is not None:
+                self._error(422, "Invalid", problem, name=meta.get("name"), kind=resource.kind)
+                return
+            refused = self.fake._quota_admission(body, dry_run=dry_run) if resource.plural == "pods" else None
             if refused is not None:
                 self._error(403, "Forbidden", f'pods "{meta.get("name")}" is forbidden: {refused}',
                             name=meta.get("name"), kind="pods")
@@ -964,6 +1192,11 @@ class _Handler(BaseHTTPRequestHandler):
             if current is None:
                 self._not_found(resource, name)
                 return
+            problem = self.fake._invalid(resource, body)
+            if problem is not None:
+                self._error(422, "Invalid", problem, name=name, kind=resource.kind)
+                return
+            self.fake._track_update(resource, current, body, _manager(self._route()[3]))
             stored = self.fake._store(resource, body)
         self._send_json(200, stored)
 
@@ -974,10 +1207,13 @@ class _Handler(BaseHTTPRequestHandler):
         if parts[:2] == ["api", "v1"] and len(parts) == 7 and parts[4] == "pods" and parts[6] == "resize":
             self._resize(parts[3], parts[5], self._body())
             return
-        resource, namespace, name, _ = self._route()
+        resource, namespace, name, query = self._route()
         body = self._body()
         if resource is None or name is None:
             self._error(404, "NotFound", "the server could not find the requested resource")
+            return
+        if "apply-patch" in (self.headers.get("Content-Type") or ""):
+            self._server_side_apply(resource, namespace or "", name, body, query)
             return
         with self.fake._cond:
             current = self.fake._lookup(resource, namespace or "", name)
@@ -988,8 +1224,31 @@ class _Handler(BaseHTTPRequestHandler):
                 patched = jsonpatch.apply_patch(copy.deepcopy(current), body)
             else:
                 patched = _merge(copy.deepcopy(current), body)
+            problem = self.fake._invalid(resource, patched)
+            if problem is not None:
+                self._error(422, "Invalid", problem, name=name, kind=resource.kind)
+                return
+            self.fake._track_update(resource, current, patched, _manager(query))
             stored = self.fake._store(resource, patched)
         self._send_json(200, stored)
+
+    def _server_side_apply(
+        self, resource: Resource, namespace: str, name: str, body: Any, query: dict[str, list[str]]
+    ) -> None:
+        manager = query.get("fieldManager", [""])[0]
+        if not manager:
+            self._error(422, "Invalid", 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required '
+                        "value: is required for apply patch")  # fmt: skip
+            return
+        if not isinstance(body, dict):
+            self._error(400, "BadRequest", "error decoding YAML: the apply patch is not an object")
+            return
+        if resource.namespaced:
+            namespace = namespace or "default"
+        force = query.get("force", [""])[0] in ("true", "1")
+        with self.fake._cond:
+            code, answer = self.fake._apply(resource, namespace, name, body, manager=manager, force=force)
+        self._send_json(code, answer)
 
     def _resize(self, namespace: str, name: str, body: Any) -> None:
         """PATCH pods/{name}/resize as a 1.33 API server answers it, then the kubelet's part."""

@@ -24,7 +24,9 @@ def _generator() -> ModuleType:
 DOCS = _generator()
 
 
-GENERATED = ("policy-reference.md", "cli-reference.md", "metrics-reference.md", "architecture.md")
+REFERENCES = ("policy-reference.md", "cli-reference.md", "metrics-reference.md", "architecture.md")
+EXAMPLE_PAGES = tuple(path.name for path in DOCS.example_pages())
+GENERATED = tuple(sorted(set(REFERENCES) | set(EXAMPLE_PAGES)))
 
 
 @pytest.mark.parametrize("name", GENERATED)
@@ -37,6 +39,11 @@ def test_each_generated_page_is_what_the_code_says(name: str) -> None:
 
 def test_every_generated_page_is_checked() -> None:
     assert sorted(path.name for path in DOCS.pages()) == sorted(GENERATED)
+
+
+def test_the_examples_shown_in_the_preview_and_report_pages_are_generated() -> None:
+    """The outputs a reader compares against are re-run by scripts/docs.py, not pasted."""
+    assert {"preview.md", "report-and-dashboard.md"} <= set(EXAMPLE_PAGES)
 
 
 class TestThePolicyReference:

@@ -80,6 +80,7 @@ BAD_VALUES = [
     (["dashboard", "--refresh-seconds", "0"], "--refresh-seconds: 0 seconds: use a number of seconds above"),
     (["recommend", "--interval", "soon"], "--interval: 'soon' is not a number"),
     (["rightsize", "--tick", "nan"], "--tick: 'nan' is not a finite number"),
+    (["reports", "--metrics-port", "-1"], "--metrics-port: -1 is not a port"),
     (["serve", "--drain-seconds", "-5"], "--drain-seconds: -5 seconds: use a number of seconds, 0 or more"),
     (["dashboard", "--dry-run-window", "1 day"], "--dry-run-window: not a duration: '1 day'"),
     (["profiles", "build", "--window", "fortnight"], "--window: not a duration: 'fortnight'"),
@@ -289,6 +290,7 @@ VERBS = [
     ["report"],
     ["dashboard"],
     ["rightsize"],
+    ["reports"],
 ]
 
 

@@ -52,6 +52,27 @@ spec: {ports: [{port: 80}]}
 """
 
 
+def documented(command: str) -> list[str]:
+    """The lines docs/preview.md shows under `$ command` (up to the next command or the block's end),
+    without its `...` elisions and the lines that differ per run (a ReplicaSet hash, a hunk's header)."""
+    text = (ROOT / "docs" / "preview.md").read_text(encoding="utf-8")
+    _, found, rest = text.partition(f"$ {command}\n")
+    assert found, f"docs/preview.md shows no `{command}`"
+    shown = rest.split("```")[0].split("\n$ ")[0].splitlines()
+    return [
+        line
+        for line in shown
+        if line.strip() and line != "..." and "pod-template-hash" not in line and not line.startswith("@@")
+    ]
+
+
+def assert_as_documented(command: str, out: str) -> None:
+    """Every line the docs show for `command` is in what it printed now: the page cannot go stale."""
+    printed = set(out.splitlines())
+    stale = [line for line in documented(command) if line not in printed]
+    assert not stale, f"docs/preview.md shows lines `{command}` no longer prints: {stale}\n{out}"
+
+
 def plugin(*args: str, kubeconfig: Path) -> subprocess.CompletedProcess[str]:
     env = os.environ | {"PATH": f"{PLUGIN.parent}:{os.environ['PATH']}"}
     assert KUBECTL is not None
@@ -158,6 +179,7 @@ class TestAgainstACluster:
         assert "+    resources:" in out
         assert "+    readinessProbe:" in out
         assert "OFFLINE" not in out
+        assert_as_documented("kubectl pod-tailor preview -f deploy.yaml -n prod", out)
         creates = [p for p in kube.requests_to("/api/v1/namespaces/prod/pods") if "dryRun=All" in p]
         assert len(creates) == 2  # the baseline (skipped) and the real one
         assert kube.get("pods", "web", namespace="prod") is None
@@ -170,6 +192,7 @@ class TestAgainstACluster:
         assert result.returncode == 0, result.stderr
         assert "# pod-tailor changed nothing" in result.stdout
         assert "# warning: " in result.stdout
+        assert_as_documented("kubectl pod-tailor preview -f deploy.yaml -n shop", result.stdout)
 
     def test_a_namespace_not_opted_in_is_left_alone(
         self, cluster: tuple[FakeKube, Path], manifest: Path
@@ -193,6 +216,10 @@ def test_without_cluster_access_it_says_so_and_runs_the_offline_preview(tmp_path
     assert first.startswith("pod-tailor: no cluster access (dial tcp 127.0.0.1:")
     assert first.endswith("showing the OFFLINE preview instead")
     assert "+++ Deployment/web (tailored)" in result.stdout
+    shown = [
+        line for line in documented("kubectl pod-tailor preview -f deploy.yaml") if "dial tcp" not in line
+    ]
+    assert set(shown) <= set(result.stdout.splitlines()), shown
 
 
 def test_the_plugin_rejects_unknown_commands() -> None:

@@ -370,8 +370,9 @@ class TestEveryOverlayAndComponent:
     def test_the_service_monitors_scrape_named_ports_of_the_services_and_the_tls_secret_they_name(
         self, tmp_path: Path
     ) -> None:
-        # With the startup-boost component too, so the boost controller's monitor finds its Service.
-        objects = with_components(tmp_path, "overlays/self-signed", ["monitoring", "startup-boost"])
+        # With the optional controllers too, so that each controller's monitor finds its Service.
+        controllers = ["startup-boost", "reports"]
+        objects = with_components(tmp_path, "overlays/self-signed", ["monitoring", *controllers])
         services = [o for o in objects if o["kind"] == "Service"]
         for monitor in (o for o in objects if o["kind"] == "ServiceMonitor"):
             wanted = monitor["spec"]["selector"]["matchLabels"].items()
@@ -434,6 +435,52 @@ class TestTheStartupBoostComponent:
         ports = {(p["containerPort"], p["protocol"]) for c in containers for p in c.get("ports", ())}
         assert ports <= _ports(policy["spec"]["ingress"])
         assert {(443, "TCP"), (53, "UDP")} <= _ports(policy["spec"]["egress"])
+
+
+class TestTheReportsComponents:
+    @pytest.fixture
+    def objects(self, tmp_path: Path) -> list[dict[str, Any]]:
+        return with_components(tmp_path, "overlays/cert-manager", ["openreports-crd", "reports"])
+
+    def test_the_crd_is_the_pinned_upstream_report_crd(self, objects: list[dict[str, Any]]) -> None:
+        crd = find(objects, "CustomResourceDefinition", "reports.openreports.io")
+        assert (crd["spec"]["group"], crd["spec"]["names"]["kind"]) == ("openreports.io", "Report")
+        assert [v["name"] for v in crd["spec"]["versions"]] == ["v1alpha1"]
+        text = (MANIFESTS / "components" / "openreports-crd" / "openreports.io_reports.yaml").read_text()
+        assert "b7afe2eae0fdc4aa8df7252d56dbf1b191152cbd" in text.splitlines()[1], "pinned to a commit"
+
+    def test_two_replicas_elect_the_one_that_writes(self, objects: list[dict[str, Any]]) -> None:
+        deployment = find(objects, "Deployment", "pod-tailor-reports")
+        assert deployment["spec"]["replicas"] == 2
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        args = build_parser().parse_args(container["args"])
+        assert args.command == "reports"
+        assert args.leader_elect
+        assert args.lease_name == "pod-tailor-reports"
+        assert args.metrics_port == container["ports"][0]["containerPort"]
+        assert deployment["spec"]["template"]["metadata"]["labels"]["pod-tailor.io/skip"] == "true"
+
+    def test_rbac_is_exactly_the_calls_the_controller_makes(self, objects: list[dict[str, Any]]) -> None:
+        from webhook.controllers.reports import GROUP, KINDS, PLURAL
+
+        rules = find(objects, "ClusterRole", "pod-tailor-reports")["rules"]
+        granted = {(g, r, v) for rule in rules for g in rule["apiGroups"] for r in rule["resources"]
+                   for v in rule["verbs"]}  # fmt: skip
+        watched = {(kind.api_version.rpartition("/")[0], kind.plural) for kind in KINDS}
+        webhook = find(objects, "ClusterRole", "pod-tailor-webhook")["rules"]  # the facts admission reads
+        watched |= {(g, r) for rule in webhook for g in rule["apiGroups"] for r in rule["resources"]}
+        needed = {(g, r, v) for g, r in watched for v in ("list", "watch")}
+        needed |= {(GROUP, PLURAL, v) for v in ("list", "watch", "create", "patch", "delete")}
+        assert granted == needed
+        assert find(objects, "Role", "pod-tailor-reports")["rules"] == [
+            {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+             "resourceNames": ["pod-tailor-reports"], "verbs": ["get", "update"]},
+            {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list", "watch"]},
+        ]  # fmt: skip
+        for kind in ("ClusterRoleBinding", "RoleBinding"):
+            (subject,) = find(objects, kind, "pod-tailor-reports")["subjects"]
+            assert subject["name"] == "pod-tailor-reports"
 
 
 def _ports(rules: list[dict[str, Any]]) -> set[tuple[int, str]]:

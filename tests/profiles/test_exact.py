@@ -2,8 +2,10 @@
 
 Against a real Prometheus holding Pods that defeat a percentile rebuilt from each Pod's p95 and max:
 replicas busy at disjoint hours and at different levels. The exact answer is computed from the values
-the generator designed (each one a `rate()` point Prometheus sees, `synthetic.py`), and the brackets'
-guarantee is checked as a property of the counting rounds alone (values known whole, no server).
+the generator designed (each one a `rate()` point Prometheus sees, `synthetic.py`). The top fetch
+alone: a floor under the percentile returns a few points and the exact value, a floor above it is
+lowered and fetched again, a budget under one series cuts the window; reading the percentile off the
+top is exact or declines, as a property.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from synthetic import DAY, MIB, Observed, Pod, Workload, noise, quantile, write_
 from webhook.core.profile import Recommendation
 from webhook.core.workload import WorkloadKey
 from webhook.profiles.build import BuildResult, build_profiles
-from webhook.profiles.exact import TOLERANCE, Bracket, Pool, digits_for, refine
+from webhook.profiles.exact import TOLERANCE, Outcome, Pool, by_pod, from_top, needed, top_fetch
 from webhook.profiles.prometheus import Prometheus
 from webhook.profiles.strategy import StrategySettings
 
@@ -155,36 +157,70 @@ def test_other_percentiles_are_exact_too(mix: Mix, percentile: float) -> None:
     assert abs(_stored(result, "shards") / exact - 1) <= TOLERANCE
 
 
-# --------------------------------------------------------------------------- the rounds alone
+# --------------------------------------------------------------------------- the top fetch alone
 
 
-def test_packed_counts_fit_a_float_exactly() -> None:
-    for points in (288, 1440, 5760, 10_080):
-        base, digits = digits_for(points)
-        assert base > points
-        assert base**digits <= 2**53 < base ** (digits + 1)
+def _fetch(mix: Mix, name: str, *, floor: float, budget: int = 500_000) -> tuple[float | None, Outcome]:
+    """The top fetch of one workload's pooled points from the mix server, at the build's resolution
+    (5-minute data: a 5-minute step, a 10-minute rate window), with `floor` as its first floor."""
+    pods = sorted({pod.name for wl in _workloads() if wl.name == name for pod in wl.pods})
+    series = tuple(("mix", pod, "app") for pod in pods)
+    prom = Prometheus(mix.server.url)
+    said: list[str] = []
+    try:
+        with ThreadPoolExecutor(2) as executor:
+            outcome = top_fetch(
+                prom, [Pool(name, series, floor)], q=0.95, window=(END - 6 * DAY, END), step=STEP,
+                rate_window=2 * STEP, recorded=None, budget=budget, interval=STEP,
+                lives=dict.fromkeys(series, 6.0 * DAY), neighbours=by_pod(series), max_query_bytes=16_000,
+                pool_executor=executor, progress=said.append,
+            )
+    finally:
+        prom.close()
+    return outcome.values.get(name), outcome
 
 
-@settings(max_examples=60, deadline=None)
+@pytest.mark.parametrize("name", ["shards", "uneven"])
+def test_a_floor_under_the_percentile_returns_only_the_top_and_the_exact_value(mix: Mix, name: str) -> None:
+    exact = quantile(mix.observed.cpu[(f"mix/Deployment/{name}", "app")], 0.95)
+    value, outcome = _fetch(mix, name, floor=0.95 * exact)
+    assert value is not None
+    assert abs(value / exact - 1) <= 1e-3
+    assert outcome.refetched == 0
+    assert outcome.points < 0.2 * outcome.total
+
+
+def test_a_floor_above_the_percentile_is_lowered_for_that_pool_and_fetched_again(mix: Mix) -> None:
+    exact = quantile(mix.observed.cpu[("mix/Deployment/shards", "app")], 0.95)
+    value, outcome = _fetch(mix, "shards", floor=4 * exact)
+    assert outcome.refetched >= 1
+    assert value is not None
+    assert abs(value / exact - 1) <= 1e-3
+
+
+def test_a_budget_smaller_than_one_series_cuts_the_window_into_spans_that_add_up(mix: Mix) -> None:
+    exact = quantile(mix.observed.cpu[("mix/Deployment/shards", "app")], 0.95)
+    value, outcome = _fetch(mix, "shards", floor=0.9 * exact, budget=600)  # a series: ~1,700 points
+    assert outcome.queries >= 2 * 3 * 3
+    assert value is not None
+    assert abs(value / exact - 1) <= 1e-3
+
+
+@settings(max_examples=200, deadline=None)
 @given(
-    st.lists(st.lists(st.floats(0.0, 8.0, allow_nan=False), min_size=1, max_size=120),
-             min_size=1, max_size=5),
-    st.sampled_from([0.5, 0.9, 0.95, 0.99]),
-    st.floats(0.3, 3.0),
+    st.lists(st.floats(0.0, 8.0, allow_nan=False), min_size=1, max_size=300),
+    st.sampled_from([0.5, 0.9, 0.95, 0.99, 1.0]),
+    st.floats(0.0, 9.0),
 )
-def test_rounds_bracket_the_exact_quantile_within_the_tolerance(
-    pods: list[list[float]], q: float, misestimate: float
+def test_the_percentile_read_off_the_top_is_the_exact_one_or_nothing(
+    values: list[float], q: float, floor: float
 ) -> None:
-    """Whatever the values and however wrong the first estimate, the answer is within the tolerance
-    of the exact pooled quantile (values known whole: counted without a server)."""
-    pooled = [v for values in pods for v in values]
-    exact = quantile(pooled, q)
-    bracket = Bracket(estimate=max(exact * misestimate, 1e-3), ceiling=max(pooled))
-    with ThreadPoolExecutor(1) as executor:
-        refine(None, [Pool("c", (), tuple(pooled))], {"c": bracket}, q=q, window=(0.0, 86_400.0),  # type: ignore[arg-type]
-               step=60, rate_window=120, recorded=None, budget=1000, max_query_bytes=1000,
-               pool_executor=executor, progress=lambda _: None)
-    lo, hi = bracket.bounds(q)
-    assert lo <= exact <= hi
-    if bracket.settled(q) and exact > 1e-3:
-        assert math.isclose(bracket.value(q), exact, rel_tol=TOLERANCE, abs_tol=1e-6)
+    """Whatever the floor: with enough points above it, exactly the percentile of all of them
+    (Prometheus' definition); with too few, no answer rather than a wrong one."""
+    top = [v for v in values if v > floor]
+    found = from_top(top, total=len(values), q=q)
+    if len(top) >= needed(len(values), q):
+        assert found is not None
+        assert math.isclose(found, quantile(values, q), rel_tol=1e-12, abs_tol=1e-12)
+    else:
+        assert found is None

@@ -32,6 +32,7 @@ COMMANDS = (
     "webhook.commands.report",
     "webhook.commands.dashboard",
     "webhook.commands.rightsize",
+    "webhook.commands.reports",
 )
 PIPE_CLOSED = 141  # what a shell shows for a process ended by SIGPIPE (`pod-tailor ... | head`)
 

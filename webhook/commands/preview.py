@@ -1,7 +1,10 @@
-"""`pod-tailor preview`: what the webhook would do to a manifest, offline, with the same engine.
+"""`pod-tailor preview`: what the webhook would do to manifests, offline, with the same engine.
 
-Reads Pods, workload manifests (multi-document YAML) or an AdmissionReview, and prints the mutated
-objects, a unified diff, or the JSON Patch (for a review: exactly what the server would send).
+Reads files, directories (-R: recursively) or stdin as `kubectl apply -f` does: Pods, workloads, their
+Services and everything else (multi-document YAML, Lists) or an AdmissionReview. Prints every document
+in order, the workloads tailored and the rest unchanged (so it pipes into `kubectl apply -f -` or
+`kubectl diff -f -`), or a unified diff, or the JSON Patch (for a review: exactly what the server
+would send). Services and Ingresses in any of the files decide the traffic path.
 """
 
 from __future__ import annotations
@@ -20,11 +23,11 @@ from webhook.commands.failures import PARTIAL, USAGE, InputError
 from webhook.commands.options import add_store_options, stored_profiles
 from webhook.commands.parser import group, old_name
 from webhook.config.policies import bundled_policies, load_policy_file
-from webhook.config.yamltext import read_input
 from webhook.core.namespace import Mode, label_problems
 from webhook.core.policy import PolicySet
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
-from webhook.offline.preview import Previewed, dump_yaml, notes, run_preview
+from webhook.offline.inputs import read_inputs
+from webhook.offline.preview import Preview, dump_yaml, notes, preview_inputs
 from webhook.offline.sources import SourceError
 from webhook.profiles.store import StoreError
 
@@ -40,7 +43,12 @@ def register(subparsers: Any) -> None:
     )
     given = group(parser, "input")
     given.add_argument(
-        "-f", "--filename", required=True, help="Pod, workload manifest or AdmissionReview; - = stdin"
+        "-f", "--filename", required=True, action="append",
+        help="manifest file, directory (its .yaml, .yml, .json files) or AdmissionReview; - = stdin;"
+        " repeatable",
+    )
+    given.add_argument(
+        "-R", "--recursive", action="store_true", help="-f DIR reads its subdirectories too, as kubectl -R"
     )
     given.add_argument("-n", "--namespace", help="namespace the Pods would be created in")
     given.add_argument(
@@ -86,7 +94,8 @@ def _version(text: str | None) -> tuple[int, int] | None:
     return int(major), int(minor)
 
 
-def _report(results: list[Previewed], *, args: argparse.Namespace, out: TextIO) -> None:
+def _report(preview: Preview, *, args: argparse.Namespace, out: TextIO) -> None:
+    results = preview.results
     if args.patch:
         for found in results:
             if found.mode is not Mode.ENFORCE:  # dry-run and off patch nothing; the notes say what it would
@@ -105,7 +114,7 @@ def _report(results: list[Previewed], *, args: argparse.Namespace, out: TextIO) 
             label = found.source.label
             out.writelines(difflib.unified_diff(before, after, f"{label} ({where})", f"{label} (tailored)"))
         return
-    out.write("---\n".join(dump_yaml(found.document) for found in results))
+    out.write("---\n".join(dump_yaml(document) for document in preview.documents))
 
 
 class _Configured(NamedTuple):
@@ -137,18 +146,18 @@ def _main(args: argparse.Namespace) -> int:
     configured = _configure(args)
     for warning in configured.warnings:
         print(f"pod-tailor preview: warning: {warning}", file=sys.stderr)
-    text = read_input(args.filename)
+    problems: list[str] = []
+    inputs = read_inputs(args.filename, recursive=args.recursive, problems=problems)
     cluster = ClusterSnapshot(
         policies=configured.policies,
         server_version=configured.server_version,
         taken_at=time.time(),
         source="preview",
     )
-    problems: list[str] = []
     try:
-        results = run_preview(
-            text, cluster=cluster, profiles=configured.profiles, namespace=args.namespace,
-            labels=configured.labels or None, origin=args.filename, problems=problems,
+        preview = preview_inputs(
+            inputs, cluster=cluster, profiles=configured.profiles, namespace=args.namespace,
+            labels=configured.labels or None, problems=problems,
         )
     except SourceError:
         if problems:  # nothing left to preview: the unreadable documents are the whole story
@@ -156,10 +165,10 @@ def _main(args: argparse.Namespace) -> int:
                 print(f"pod-tailor preview: {problem}", file=sys.stderr)
             return USAGE
         raise
-    for found in results:
+    for found in preview.results:
         for line in notes(found.source, found.decision, found.mode):
             print(line, file=sys.stderr)
-    _report(results, args=args, out=sys.stdout)
+    _report(preview, args=args, out=sys.stdout)
     for problem in problems:
         print(f"pod-tailor preview: {problem} (this document is left out)", file=sys.stderr)
     return PARTIAL if problems else 0

@@ -10,6 +10,7 @@ cluster sets by itself. The patch is applied to (or shown against) that as-creat
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import jsonpatch
@@ -23,9 +24,17 @@ from webhook.core.patch import pointer
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
 from webhook.offline.admitted import as_created, json_copy
 from webhook.offline.facts import with_manifest_facts
-from webhook.offline.sources import PodSource, load_documents, pod_sources
+from webhook.offline.inputs import Input
+from webhook.offline.sources import (
+    InputDocument,
+    PodSource,
+    SourceError,
+    input_documents,
+    nothing_to_preview,
+    pod_source,
+)
 
-__all__ = ["Previewed", "dump_yaml", "notes", "prefixed", "run_preview"]
+__all__ = ["Preview", "Previewed", "dump_yaml", "notes", "prefixed", "preview_inputs", "run_preview"]
 
 
 class Previewed(NamedTuple):
@@ -59,6 +68,11 @@ def prefixed(ops: tuple[PatchOp, ...], prefix: tuple[str, ...]) -> list[PatchOp]
     return [{**op, "path": head + op["path"]} for op in ops]
 
 
+class Preview(NamedTuple):
+    results: list[Previewed]  # one per Pod or pod template, in input order
+    documents: list[dict[str, Any]]  # every input document in order, workloads tailored, others as read
+
+
 def run_preview(
     text: str,
     *,
@@ -69,18 +83,74 @@ def run_preview(
     origin: str = "input",
     problems: list[str] | None = None,
 ) -> list[Previewed]:
-    """Run the engine on every Pod found in `text` (read from `origin`).
+    """Run the engine on every Pod found in `text` (read from `origin`); see `preview_inputs`.
+
+    Without `problems`, the first document that cannot be used raises SourceError.
+    """
+    found: list[str] = [] if problems is None else problems
+    before = len(found)
+    try:
+        preview = preview_inputs(
+            [Input(origin, text)], cluster=cluster, profiles=profiles, namespace=namespace, labels=labels,
+            problems=found,
+        )
+    except SourceError:
+        if problems is None and len(found) > before:
+            raise SourceError(found[before]) from None
+        raise
+    if problems is None and len(found) > before:
+        raise SourceError(found[before])
+    return preview.results
+
+
+def _sources(
+    documents: Sequence[InputDocument], *, namespace: str | None, problems: list[str]
+) -> dict[int, PodSource | None]:
+    """id(object) -> its PodSource, None for one without pods; a workload that cannot be used is
+    named in `problems` and has no entry (it is left out)."""
+    found: dict[int, PodSource | None] = {}
+    for document in documents:
+        for obj in document.objects:
+            try:
+                found[id(obj)] = pod_source(obj, namespace=namespace)
+            except SourceError as exc:
+                problems.append(f"{document.origin}:{document.line}: {exc}")
+    return found
+
+
+def preview_inputs(
+    inputs: Sequence[Input],
+    *,
+    cluster: ClusterSnapshot,
+    profiles: ProfileSnapshot,
+    namespace: str | None = None,
+    labels: dict[str, str] | None = None,
+    problems: list[str],
+) -> Preview:
+    """Run the engine on every Pod in `inputs`, and give back every document, in order, as kubectl
+    would apply it: workloads tailored, everything else (Services, ConfigMaps) unchanged.
 
     `labels`, when given, are the labels of whichever namespace the objects land in. HPAs, VPAs,
-    Services, Ingresses and routes in `text` count as if they were in the cluster. With `problems`,
-    a document that cannot be read is described there and left out (`load_documents`).
+    Services, Ingresses and routes in any of `inputs` count as if they were in the cluster, so a
+    Service in one file decides the traffic path of a Deployment in another. A document that cannot
+    be read or used is one line in `problems` and left out; SourceError when no Pod is left.
     """
-    documents = load_documents(text, origin=origin, problems=problems)
-    sources = pod_sources(documents, namespace=namespace)
-    cluster = with_manifest_facts(cluster, documents, namespace=namespace)
+    before = len(problems)
+    documents = [doc for given in inputs for doc in input_documents(given.text, origin=given.origin,
+                                                                   problems=problems)]
+    objects = [obj for document in documents for obj in document.objects]
+    if not objects and len(problems) == before:
+        where = ", ".join(given.origin for given in inputs) or "input"
+        raise SourceError(f"{where}: no objects in input")
+    by_object = _sources(documents, namespace=namespace, problems=problems)
+    sources = [source for obj in objects if (source := by_object.get(id(obj)))]
+    if not sources:
+        raise SourceError(nothing_to_preview([obj for obj in objects if id(obj) in by_object]))
+    cluster = with_manifest_facts(cluster, objects, namespace=namespace)
     if labels is not None:
         cluster = dataclasses.replace(cluster, namespaces={source.namespace: labels for source in sources})
     results = []
+    tailored: dict[int, dict[str, Any]] = {}
     for source in sources:
         created, pod = _as_created(source, cluster)
         settings, decision = decide(
@@ -94,7 +164,31 @@ def run_preview(
         if settings.mode is Mode.ENFORCE and decision.ops:
             document = jsonpatch.apply_patch(created, prefixed(decision.ops, source.prefix))
         results.append(Previewed(source, decision, settings.mode, document, created))
-    return results
+        tailored[id(source.document)] = document
+    return Preview(results, _reassembled(documents, by_object, tailored))
+
+
+def _reassembled(
+    documents: Sequence[InputDocument], kept: dict[int, PodSource | None], tailored: dict[int, dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The documents in order, each object replaced by its tailored self; a List keeps its shape."""
+    out = []
+    for document in documents:
+        if document.objects and document.objects[0] is document.document:
+            if id(document.document) in kept:
+                out.append(tailored.get(id(document.document), document.document))
+            continue
+        items = document.document.get("items")
+        if isinstance(items, list):
+            items = [
+                tailored.get(id(item), item)
+                for item in items
+                if not isinstance(item, dict) or id(item) in kept
+            ]
+            out.append({**document.document, "items": items})
+        else:
+            out.append(document.document)
+    return out
 
 
 class _Dumper(yaml.SafeDumper):

@@ -14,7 +14,18 @@ from typing import Any
 from webhook.config.yamltext import yaml_documents
 from webhook.core.workload import WorkloadKey, pod_workload
 
-__all__ = ["TEMPLATE_PATHS", "PodSource", "SourceError", "load_documents", "pod_sources"]
+__all__ = [
+    "TEMPLATE_PATHS",
+    "InputDocument",
+    "PodSource",
+    "SourceError",
+    "input_documents",
+    "is_list",
+    "load_documents",
+    "nothing_to_preview",
+    "pod_source",
+    "pod_sources",
+]
 
 # Where each kind keeps its pod template.
 TEMPLATE_PATHS: Mapping[str, tuple[str, ...]] = {
@@ -47,6 +58,44 @@ class PodSource:
         return f"{self.workload.kind}/{self.workload.name}"
 
 
+@dataclass(frozen=True, slots=True)
+class InputDocument:
+    """One document as read: a `List` stays one document, its items are its objects."""
+
+    origin: str
+    line: int
+    document: dict[str, Any]
+    objects: tuple[dict[str, Any], ...]  # the document itself, or the List's items that are objects
+
+
+def is_list(document: Mapping[str, Any]) -> bool:
+    """`kind: List` or any `*List` (what `kubectl get -o yaml` writes): kubectl applies its items."""
+    return str(document.get("kind", "")).endswith("List")
+
+
+def _plain(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))  # YAML dates etc. as plain JSON
+
+
+def input_documents(text: str, *, origin: str, problems: list[str]) -> list[InputDocument]:
+    """Every document of `text` in order; one that cannot be parsed or is not an object is one line in
+    `problems` naming `origin`, the line and the column (`webhook.config.yamltext`), and left out."""
+    found = []
+    for line, doc in yaml_documents(text, origin=origin, problems=problems):
+        if not isinstance(doc, dict):
+            kind = type(doc).__name__
+            problems.append(f"{origin}:{line}: a {kind}, not an object (apiVersion, kind, metadata)")
+            continue
+        document = _plain(doc)
+        if is_list(document):
+            items = document.get("items") if isinstance(document.get("items"), list) else []
+            objects = tuple(item for item in items if isinstance(item, dict))
+        else:
+            objects = (document,)
+        found.append(InputDocument(origin, line, document, objects))
+    return found
+
+
 def load_documents(
     text: str, *, origin: str = "input", problems: list[str] | None = None
 ) -> list[dict[str, Any]]:
@@ -58,15 +107,7 @@ def load_documents(
     """
     found: list[str] = [] if problems is None else problems
     before = len(found)
-    flat: list[dict[str, Any]] = []
-    for line, doc in yaml_documents(text, origin=origin, problems=found):
-        if not isinstance(doc, dict):
-            kind = type(doc).__name__
-            found.append(f"{origin}:{line}: a {kind}, not an object (apiVersion, kind, metadata)")
-        elif doc.get("kind") == "List" or str(doc.get("kind", "")).endswith("List"):
-            flat.extend(item for item in doc.get("items") or () if isinstance(item, dict))
-        else:
-            flat.append(json.loads(json.dumps(doc, default=str)))  # YAML dates etc. as plain JSON
+    flat = [obj for doc in input_documents(text, origin=origin, problems=found) for obj in doc.objects]
     if problems is None and len(found) > before:
         raise SourceError(found[before])
     if not flat and len(found) == before:
@@ -89,17 +130,20 @@ def pod_sources(documents: list[dict[str, Any]], *, namespace: str | None = None
     Objects without pods (Services, ConfigMaps) are passed over, so a whole app's manifest works; a
     workload without a template, or input with no pod at all, raises SourceError.
     """
-    found: list[PodSource] = []
-    passed_over: list[str] = []
-    for document in documents:
-        found.extend(_sources(document, namespace=namespace, passed_over=passed_over))
+    found = [source for document in documents if (source := pod_source(document, namespace=namespace))]
     if not found:
-        kinds = ", ".join(sorted(set(passed_over))) or "nothing"
-        raise SourceError(f"no Pod or pod template found (unsupported kind: {kinds})")
+        raise SourceError(nothing_to_preview(documents))
     return found
 
 
-def _sources(document: dict[str, Any], *, namespace: str | None, passed_over: list[str]) -> list[PodSource]:
+def nothing_to_preview(documents: list[dict[str, Any]]) -> str:
+    kinds = ", ".join(sorted({str(document.get("kind")) for document in documents})) or "nothing"
+    return f"no Pod or pod template found (unsupported kind: {kinds})"
+
+
+def pod_source(document: dict[str, Any], *, namespace: str | None = None) -> PodSource | None:
+    """The Pod or pod template in `document`, None for a kind without one (a Service); SourceError for
+    a workload whose template is missing."""
     kind = document.get("kind")
     meta: Mapping[str, Any] = document["metadata"] if isinstance(document.get("metadata"), Mapping) else {}
     name = str(meta.get("name") or meta.get("generateName") or "unnamed")
@@ -112,16 +156,15 @@ def _sources(document: dict[str, Any], *, namespace: str | None, passed_over: li
         ns = namespace or str(
             request.get("namespace") or (pod.get("metadata") or {}).get("namespace") or "default"
         )
-        return [PodSource(document, ("request", "object"), pod, ns, pod_workload(pod, ns), is_review=True)]
+        return PodSource(document, ("request", "object"), pod, ns, pod_workload(pod, ns), is_review=True)
     if kind == "Pod":
         if not isinstance(document.get("spec"), Mapping):
             raise SourceError(f"Pod {name} has no spec")
-        return [PodSource(document, (), document, ns, WorkloadKey(ns, "Pod", name.rstrip("-")))]
+        return PodSource(document, (), document, ns, WorkloadKey(ns, "Pod", name.rstrip("-")))
     if kind in TEMPLATE_PATHS:
         path = TEMPLATE_PATHS[str(kind)]
         template = _dig(document, path)
         if not isinstance(template, dict) or not isinstance(template.get("spec"), Mapping):
             raise SourceError(f"{kind} {name} has no pod template at {'.'.join(path)}")
-        return [PodSource(document, path, template, ns, WorkloadKey(ns, str(kind), name))]
-    passed_over.append(str(kind))
-    return []
+        return PodSource(document, path, template, ns, WorkloadKey(ns, str(kind), name))
+    return None

@@ -93,14 +93,14 @@ class BuildSettings:
     # share of the pooled percentile is exact rather than interpolated between a few quantiles.
     raw_limit: int = 200
     raw_budget: int = 2_000_000  # at most this many values fetched whole per build (memory bound)
-    # The exact CPU statistic's queries (`exact`) hold one branch per pool, up to this much PromQL
-    # text each (VictoriaMetrics refuses more than 16 KB by default; Prometheus sets no limit).
+    # The exact CPU statistic's queries (`exact`) name the Pods of a batch of pools, up to this much
+    # PromQL text each (VictoriaMetrics refuses more than 16 KB by default; Prometheus sets no limit).
     max_query_bytes: int = 16_000
-    # Count the CPU statistic exactly (`exact`); off: rebuilt from each series' quantiles, a few
-    # percent off when Pods differ (kept for comparison and for backends that cannot count).
+    # The CPU statistic exactly (`exact`: the top points of each pool, ranked); off: rebuilt from each
+    # series' quantiles, a few percent off when Pods differ (kept for comparison).
     exact_cpu: bool = True
     # Further CPU statistics to count for the policies that name them (`core.statistic`), each one
-    # more set of counting rounds; stored per container beside the build's own (`cpu_by`).
+    # more top fetch (`exact`); stored per container beside the build's own (`cpu_by`).
     statistics: tuple[CpuStatistic, ...] = ()
     summary_days: int = 7  # days of hourly usage for the drawable summaries (`summarize`); 0: none
     strategy: StrategySettings = field(default_factory=StrategySettings)
@@ -363,14 +363,15 @@ def _build(
     containers: dict[WorkloadKey, dict[str, ContainerProfile]] = defaultdict(dict)
     current: dict[WorkloadKey, dict[str, dict[str, Decimal]]] = defaultdict(dict)
     with ThreadPoolExecutor(max_workers=max(1, settings.concurrency), thread_name_prefix="exact") as counting:
-        exact = exact_cpu(prom, settings, stats, histories, end=end, pool=counting,
+        finest = min(intervals.values(), default=interval)
+        exact = exact_cpu(prom, settings, stats, histories, end=end, pool=counting, interval=finest,
                           progress=progress) if settings.exact_cpu else {}
         own = CpuStatistic(settings.strategy.cpu_percentile, settings.strategy.cpu_aggregate, asked_rate)
         others: dict[tuple[WorkloadKey, str], dict[str, Decimal]] = defaultdict(dict)
         for statistic in sorted(set(settings.statistics) - {own}):
             progress(f"  CPU statistic {statistic.key} for the policies that name it")
             counted = exact_cpu(prom, settings, stats, histories, end=end, pool=counting, progress=progress,
-                                statistic=statistic)
+                                interval=finest, statistic=statistic)
             strategy = settings.strategy
             for pair, (value, _) in counted.items():
                 others[pair][statistic.key] = round_up(value, strategy.cpu_step, strategy.min_cpu)

@@ -1,9 +1,11 @@
-"""The CPU statistic of every container, counted exactly (`exact`) from the passes' estimates.
+"""The CPU statistic of every container, exact (`exact`), from the passes' estimates.
 
 `pooled` (default): the percentile of every point of every Pod of the workload's container together,
 one pool per container. `maxPerPod` (KRR "simple"): each Pod's own percentile over its life in the
-window, the largest; one pool per Pod, and only the Pods that can still be the largest are refined.
-Pools too thin for a recommendation (`StrategySettings.min_samples`) and idle ones are not asked.
+window, the largest; one pool per Pod. The passes' estimate (rebuilt from each series' quantiles at
+every fifth step) only sets each pool's floor, `_MARGIN` below it: how much the top fetch returns,
+not what it answers. Pools too thin for a recommendation (`StrategySettings.min_samples`) and idle
+ones are not asked.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import TYPE_CHECKING
 from webhook.core.statistic import CpuStatistic
 from webhook.core.workload import WorkloadKey
 from webhook.profiles import queries
-from webhook.profiles.exact import _FIRST_SPREAD, TOLERANCE, Bracket, Pool, refine
+from webhook.profiles.exact import Pool, by_pod, top_fetch
 from webhook.profiles.prometheus import Prometheus
 from webhook.profiles.resolution import AUTO
 from webhook.profiles.slices import SeriesId
@@ -28,24 +30,21 @@ __all__ = ["Container", "exact_cpu"]
 
 Container = tuple[WorkloadKey, str]
 _IDLE = 1e-4  # cores: a pool that never went above this is idle, its percentile no question
+# The floor under the estimate: the rebuild is low, not high, when Pods differ (it under-weights the
+# busy ones), and within a few percent for alike ones; a pool left short is fetched again lower.
+_MARGIN = 0.05
 
 
-def _estimate(parts: Sequence[SeriesStats], q: float) -> tuple[Bracket | None, tuple[float, ...]]:
-    """The first bracket of some series' slices (its estimate rebuilt from their quantiles, its
-    first thresholds as far apart as their quantiles disagree), and the values known whole."""
+def _estimate(parts: Sequence[SeriesStats], q: float) -> float | None:
+    """The pool's percentile rebuilt from its slices' quantiles and the values known whole (None: idle)."""
     summaries = [(s.samples, series_knots(s)) for s in parts if s.cpu_quantiles and not s.cpu_values]
     values = tuple(v for s in parts for v in s.cpu_values)
     if not summaries and not values:
-        return None, values
+        return None
     quantiles = [v for _, knots in summaries for v, p in knots if p < 1] + ([max(values)] if values else [])
     if max(quantiles, default=0.0) <= _IDLE:
-        return None, values
-    spread = max(quantiles) / max(min(quantiles), _IDLE) - 1
-    # As far apart as the slices' own quantiles disagree (up to 6 %: five thresholds then cover
-    # +-12 %), so that one more round inside the bracket settles it; never far below the estimate,
-    # since every point above the first threshold goes through the bucket arithmetic.
-    first = min(max(spread / 4, _FIRST_SPREAD), 0.06)
-    return Bracket(estimate=mixture_quantile(summaries, values, q), spread=first), values
+        return None
+    return mixture_quantile(summaries, values, q)
 
 
 def exact_cpu(
@@ -57,10 +56,12 @@ def exact_cpu(
     end: float,
     pool: Executor,
     progress: Callable[[str], None],
+    interval: float = 0.0,
     statistic: CpuStatistic | None = None,
 ) -> dict[Container, tuple[float, float]]:
-    """Per container: (its CPU statistic in cores, the relative bracket it is known within).
+    """Per container: (its CPU statistic in cores, 0.0: exact, the relative bracket it is known within).
 
+    `interval`: the finest scrape interval measured (what a query over raw samples costs; 0 unknown).
     `statistic`: another one than the build's own (`settings.strategy`), for a policy that names it
     (its rate window resolved like the build's: `auto` is two intervals)."""
     strategy = settings.strategy
@@ -71,9 +72,10 @@ def exact_cpu(
         if statistic.rate_window != AUTO:
             # Never under two of the build's steps (its step is no finer than the data).
             rate_window = max(queries.duration(statistic.rate_window), 2 * queries.duration(settings.step))
+    window = queries.duration(settings.window)
     pools: list[Pool] = []
-    brackets: dict[object, Bracket] = {}
     members: dict[Container, list[object]] = {}
+    lives: dict[SeriesId, float] = {}
     for container, sids in containers.items():
         if sum(sum(part.samples for part in stats[sid]) for sid in sids) < strategy.min_samples:
             continue
@@ -81,41 +83,31 @@ def exact_cpu(
         members[container] = []
         for group in groups:
             parts = [part for sid in group for part in stats[sid]]
-            bracket, values = _estimate(parts, q)
-            if bracket is None:
+            estimate = _estimate(parts, q)
+            if estimate is None:
                 continue
             key = (container, group[0]) if per_pod else container
             asked = tuple(sid for sid in group if not any(part.cpu_values for part in stats[sid]))
-            pools.append(Pool(key, asked, values))
-            brackets[key] = bracket
+            values = tuple(v for part in parts for v in part.cpu_values)
+            pools.append(Pool(key, asked, estimate * (1 - _MARGIN), values))
             members[container].append(key)
-
-    def wanted(known: Mapping[object, Bracket]) -> set[object]:
-        """The unsettled pools that can still decide their container's statistic."""
-        out: set[object] = set()
-        for keys in members.values():
-            floor = max((known[k].bounds(q)[0] for k in keys), default=0.0)
-            out |= {k for k in keys if not known[k].settled(q) and known[k].bounds(q)[1] >= floor}
-        return out
-
-    window = queries.duration(settings.window)
-    rounds = refine(
-        prom, pools, brackets, q=q, window=(end - window, end), step=queries.duration(settings.step),
-        rate_window=rate_window, recorded=settings.cpu_rate_metric,
-        budget=settings.max_samples, max_query_bytes=settings.max_query_bytes, pool_executor=pool,
-        progress=progress, wanted=wanted,
+            for sid in asked:
+                life = sum(part.last - part.first for part in stats[sid]) + 2 * interval
+                lives[sid] = min(window, life)
+    step = queries.duration(settings.step)
+    outcome = top_fetch(
+        prom, pools, q=q, window=(end - window, end), step=step, rate_window=rate_window,
+        recorded=settings.cpu_rate_metric, budget=settings.max_samples, interval=interval, lives=lives,
+        neighbours=by_pod(list(stats)), max_query_bytes=settings.max_query_bytes, pool_executor=pool,
+        progress=progress,
     )
     out: dict[Container, tuple[float, float]] = {}
     for container, keys in members.items():
-        known = [brackets[k] for k in keys if brackets[k].total > 0]
-        if not known:
-            continue
-        best = max(known, key=lambda b: b.value(q))
-        lo, hi = best.bounds(q)
-        value = best.value(q)
-        within = min(1.0, max(value - lo, hi - value) / value) if value > 0 else 0.0
-        out[container] = (value, round(within, 6))
-    loose = sum(1 for _, within in out.values() if within > TOLERANCE)
-    progress(f"  exact CPU: {len(out)} containers in {rounds} round(s)"
-             + (f", {loose} still wider than {TOLERANCE:.1%}" if loose else ""))
+        found = [outcome.values[k] for k in keys if k in outcome.values]
+        if found:
+            out[container] = (max(found), 0.0)
+    share = outcome.points / outcome.total if outcome.total else 0.0
+    progress(f"  exact CPU: {len(out)} containers from {outcome.queries} queries, {outcome.points:,} of "
+             f"{outcome.total:,} points above the floors ({share:.1%})"
+             + (f"; {outcome.refetched} pool(s) fetched again lower" if outcome.refetched else ""))
     return out

@@ -1,181 +1,95 @@
-"""Exact pooled CPU percentiles: counts of usage points over thresholds, refined until the answer is
-bracketed within `TOLERANCE`.
+"""Exact pooled CPU percentiles by a top fetch: every usage point at or above a floor, ranked locally.
 
-The big CPU pass reduces each Pod's series to two quantiles (the target and the max) per time slice,
-and the pooled percentile rebuilt from them (`strategy.mixture_quantile`) is close, not exact: when
-Pods live through different hours or days, their distributions differ in shape and the rebuild
-under-weights the busy ones (4-8 % low on the peer bench's history). So for every pool (a container
-of a workload: every point of every Pod pooled; or one Pod, for `maxPerPod`) the build then asks
-Prometheus how many usage points fall below a few thresholds around the rebuilt value: the pooled
-CDF is known exactly there, so the percentile is bracketed between two thresholds whatever the
-shapes. A bracket still wider than `TOLERANCE` gets thresholds inside it in another round; the
-value is then interpolated inside the bracket, so it is within `TOLERANCE` of the exact percentile
-(Prometheus' `quantile_over_time` definition: linear between closest ranks) by construction.
+The pooled q-quantile of a pool's N points (Prometheus' `quantile_over_time` definition: linear between
+the closest ranks `floor(q(N-1))` and the next) depends only on its `N - floor(q(N-1))` largest points:
+the top 5 % and one more for a p95. So for every pool (a container of a workload, every point of
+every Pod pooled; or one Pod, for `maxPerPod`) the build asks Prometheus, once per batch of pools, how
+many points each series has (`count_over_time` of the usage subquery) and every point above a floor
+set below the passes' estimate (`rate(...) > floor`, a `query_range` on the same grid): a few percent
+of the points come back, and the percentile is read off them exactly. When fewer than the needed
+points are above the floor (the estimate was high), only those pools are fetched again with a lower
+floor (`Outcome.refetched` counts them): the answer is exact by construction whatever the floor, the
+floor only sets how much comes back.
 
-One round is one evaluation of the usage per point: the `K` counts of a series travel packed in one
-number, `sum_over_time(B ^ bucket(v))` over the points at or above the first threshold, `bucket(v)`
-the number of further thresholds at or below `v` (linear edges, so `floor`), decoded in base `B`
-(more than the points of a series in one query, and `B^K` within a float's 53 exact bits); the
-first round also counts every point (`count_over_time`). Each query holds one branch per pool (its
-Pods named, its own thresholds) over one span of at most `B - 2` steps: Prometheus evaluates the
-branches one after the other, so what it holds at once is one branch's points, under the budget.
+Batches group pools of alike floors (bands `_BAND` apart on a log scale; within a band, by container
+name, so one selector of namespaces x Pods x containers picks few other series) under the build's
+budget of materialised points (`resolution.points`: a subquery's steps or a range's raw samples) and
+its query-text limit; a batch takes its pools' lowest floor. The window is cut in spans when one
+series alone would exceed the budget (counts and points of the spans add up).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Executor
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 
 from webhook.profiles import queries
-from webhook.profiles.prometheus import Prometheus, Sample
+from webhook.profiles.prometheus import Prometheus, Sample, Series, TooManySamplesError
+from webhook.profiles.resolution import points
 from webhook.profiles.slices import SeriesId, series_id
 
-__all__ = ["TOLERANCE", "Bracket", "Pool", "digits_for", "refine"]
+__all__ = ["TOLERANCE", "Outcome", "Pool", "from_top", "needed", "top_fetch"]
 
-TOLERANCE = 0.01  # the answer's largest relative distance from the exact percentile
-_EXACT_BITS = 2**53  # a float64 holds every integer up to this
-_ROUNDS = 8  # rounds of thresholds at most (each one evaluation of the pools still open)
-# The first round's thresholds by default: 0.9 x TOLERANCE apart around the estimate (an estimate
-# within 1.35 % is settled in one round).
-_FIRST_SPREAD = 0.9 * TOLERANCE
-# Outside every threshold so far: the next ones 3 % apart from the nearest. Never far below the
-# percentile, because only the points above the first threshold go through the bucket arithmetic.
-_SEARCH = 0.03
-
-
-@dataclass
-class Bracket:
-    """What is known of one pool: exact counts of points below thresholds, and its size."""
-
-    estimate: float  # the rebuilt value the thresholds start around
-    spread: float = _FIRST_SPREAD  # the first round's thresholds, apart by this share of the estimate
-    ceiling: float = math.inf  # no point above it, when known
-    total: int = 0  # points in the pool (known after the first round)
-    below: dict[float, int] = field(default_factory=dict)  # threshold -> points strictly below it
-
-    def bounds(self, q: float) -> tuple[float, float]:
-        """(lo, hi) such that the pool's exact q-quantile is in [lo, hi] (hi may be infinite)."""
-        if self.total <= 0:
-            return 0.0, self.ceiling
-        rank = q * (self.total - 1)
-        lo_rank, hi_rank = math.floor(rank), math.ceil(rank)
-        lo, hi = 0.0, self.ceiling
-        for edge, count in self.below.items():
-            if count >= hi_rank + 1:  # the point at hi_rank is below the edge
-                hi = min(hi, edge)
-            elif count <= lo_rank:  # the point at lo_rank is at or above it
-                lo = max(lo, edge)
-        return lo, max(lo, hi)
-
-    def settled(self, q: float) -> bool:
-        lo, hi = self.bounds(q)
-        return self.total > 0 and (hi - lo <= TOLERANCE * max(lo, 1e-9) or hi <= 1e-6)
-
-    def value(self, q: float) -> float:
-        """The q-quantile: interpolated between the bracket's edges by their exact counts."""
-        lo, hi = self.bounds(q)
-        if self.total <= 0 or hi <= lo:
-            return lo
-        if math.isinf(hi):
-            return lo
-        below_lo = max((c for e, c in self.below.items() if e <= lo), default=0)
-        below_hi = min((c for e, c in self.below.items() if e >= hi), default=self.total)
-        if below_hi <= below_lo:
-            return (lo + hi) / 2
-        rank = q * (self.total - 1)
-        # The points between the edges spread evenly: the j-th (0-based) at lo + (j - below_lo + 0.5) x width.
-        width = (hi - lo) / (below_hi - below_lo)
-        return min(hi, max(lo, lo + (rank - below_lo + 0.5) * width))
-
-    def thresholds(self, q: float, count: int) -> list[float]:
-        """`count` evenly spaced thresholds for the next round (linear: one `floor` buckets them).
-
-        First around the estimate, `spread` apart; then, in a bracket open above, upwards from its
-        floor; else around the value the counts interpolate (a secant step: the points between two
-        edges are spread smoothly enough that one more round usually settles it), never outside it.
-        """
-        lo, hi = self.bounds(q)
-        if not self.below:
-            centre = min(max(self.estimate, lo), hi) if self.estimate > 0 else 0.0
-            if centre <= 0:
-                return []
-            step = self.spread * centre
-            first = centre - step * (count - 1) / 2
-            return [first + k * step for k in range(count) if first + k * step > 0]
-        if math.isinf(hi):  # every threshold so far was below it: look further up, 3 % at a time
-            base = max(lo, max(self.below), 1e-3)
-            return [base * (1 + _SEARCH * (k + 1)) for k in range(count)]
-        if lo <= 0:  # every threshold so far was above it: look further down
-            edges = [hi * (1 - _SEARCH * (count - k)) for k in range(count)]
-            return edges if edges[0] > 0 else [hi * (k + 1) / (count + 1) for k in range(count)]
-        centre = self.value(q)
-        step = min((hi - lo) / (count + 1), _FIRST_SPREAD * centre)
-        first = max(lo + step / 2, min(centre - step * (count - 1) / 2, hi - step * count))
-        edges = [first + k * step for k in range(count)]
-        return [edge for edge in edges if lo < edge < hi] or [lo + (k + 1) * (hi - lo) / (count + 1)
-                                                              for k in range(count)]
+TOLERANCE = 0.01  # the goal: the stored statistic within 1 % of the exact percentile (met exactly here)
+_BAND = 0.1  # pools whose floors are within 10 % (log scale) share a batch first
+_LOWER = 0.5  # a floor that left too few points above it is halved for the next fetch
+_FETCHES = 4  # fetches of a pool at most; the last one has no floor (every point)
+_SPLITS = 16  # halvings of one refused batch at most
 
 
 @dataclass(frozen=True, slots=True)
 class Pool:
-    """Usage points pooled for one statistic: these series (their Pods in one namespace, container)."""
+    """Usage points pooled for one statistic: these series (their Pods' container), points above
+    `floor` fetched; `values`: points known whole (short series fetched raw), ranked here too."""
 
     key: object
     series: tuple[SeriesId, ...]
-    values: tuple[float, ...] = ()  # points known whole (short series fetched raw), counted here
+    floor: float
+    values: tuple[float, ...] = ()
 
 
-def digits_for(points: int) -> tuple[int, int]:
-    """(base, digits) to pack bucket counts of a series with at most `points` points in one float:
-    one digit per threshold (the points from it up to the next)."""
-    base = points + 2
-    digits = 1
-    while base ** (digits + 1) <= _EXACT_BITS:
-        digits += 1
-    return base, digits
+def needed(total: int, q: float) -> int:
+    """How many of the largest of `total` points the q-quantile depends on."""
+    return total - math.floor(q * (total - 1)) if total > 0 else 0
 
 
-def _branch(
-    index: int, pool_series: Sequence[SeriesId], edges: Sequence[float], *, base: int, span: int, step: int,
-    rate_window: int, recorded: str | None, size: bool,
-) -> str:
-    """One pool's packed counts at or above each edge over one span, tagged `branch="<index>"`; with
-    `size`, also its points in all (`branch="<index>:n"`).
-
-    The filter `>= first edge` comes first: only the points above it (the top few percent, near the
-    percentile) go through the bucket arithmetic, which costs Prometheus several times the `rate()`
-    itself per point (measured: 1.1 s for every point, 0.4 s past the filter, 0.2 s the rate alone).
-    """
-    namespace, _, container = pool_series[0]
-    pods = sorted({sid[1] for sid in pool_series})
-    usage = queries.cpu_usage((namespace,), rate_window=rate_window, recorded=recorded, pods=pods,
-                              container=container)
-    first, width = edges[0], (edges[1] - edges[0]) if len(edges) > 1 else edges[0]
-    bucket = f"clamp_max(floor((({usage} >= {first!r}) - {first!r}) / {width!r}), {len(edges) - 1})"
-    sub = f"[{queries.promql_duration(span)}:{queries.promql_duration(step)}]"
-    out = f'label_replace(sum_over_time(({base} ^ {bucket}){sub}), "branch", "{index}", "", "")'
-    if size:
-        out += f' or label_replace(count_over_time({usage}{sub}), "branch", "{index}:n", "", "")'
-    return out
+def from_top(top: Sequence[float], *, total: int, q: float) -> float | None:
+    """The q-quantile of `total` points (linear between closest ranks) from its largest ones, `top`
+    (every point above some floor, in any order); None when `top` holds too few of them."""
+    if total <= 0 or len(top) < needed(total, q):
+        return None
+    largest = sorted(top, reverse=True)
+    rank = q * (total - 1)
+    lo = math.floor(rank)
+    hi = min(lo + 1, total - 1)
+    at_lo, at_hi = largest[total - 1 - lo], largest[total - 1 - hi]
+    return at_lo + (at_hi - at_lo) * (rank - lo)
 
 
-def _spans(lo: float, hi: float, *, step: int, points: int) -> list[tuple[float, float]]:
-    """[lo, hi] in spans of at most `points` steps, each ending on the step grid of `hi`."""
-    width = max(step, points * step)
-    out, end = [], hi
-    while end - lo >= step:
-        start = max(lo, end - width)
-        out.append((start, end))
-        end = start
-    return out
+@dataclass
+class Outcome:
+    """What a top fetch found: the percentile per pool key, and what it cost."""
+
+    values: dict[object, float] = field(default_factory=dict)
+    queries: int = 0
+    points: int = 0  # usage points fetched (above the floors)
+    total: int = 0  # usage points in the pools
+    refetched: int = 0  # pools fetched again with a lower floor
 
 
-def refine(
+@dataclass
+class _Known:
+    total: int = 0
+    floor: float = -math.inf  # every point above it is in `top`
+    top: list[float] = field(default_factory=list)
+
+
+def top_fetch(
     prom: Prometheus,
     pools: Sequence[Pool],
-    brackets: Mapping[object, Bracket],
     *,
     q: float,
     window: tuple[float, float],
@@ -183,117 +97,228 @@ def refine(
     rate_window: int,
     recorded: str | None,
     budget: int,
+    interval: float,
+    lives: Mapping[SeriesId, float],
+    neighbours: Mapping[str, Sequence[SeriesId]],
     max_query_bytes: int,
     pool_executor: Executor,
     progress: Callable[[str], None],
-    wanted: Callable[[Mapping[object, Bracket]], set[object]] | None = None,
-) -> int:
-    """Ask rounds of thresholds until every wanted pool's bracket is settled; returns the rounds.
+) -> Outcome:
+    """The exact q-quantile of every pool: counts and top points, fetched again lower where short.
 
-    `wanted` picks the pools still worth refining (default: every unsettled one): for a maximum over
-    Pods, only those that can still be the maximum.
+    `lives`: seconds each series lived in the window (what it costs a query); `neighbours`: every
+    series known per Pod name (a selector by Pod names picks them all; they count in the budget).
     """
-    lo, hi = window
-    span_points = 1440
-    base, count = digits_for(span_points)
-    spans = _spans(lo, hi, step=step, points=span_points)
-    by_key = {pool.key: pool for pool in pools}
-    rounds = 0
-    while rounds < _ROUNDS:
-        open_keys = wanted(brackets) if wanted else {k for k, b in brackets.items() if not b.settled(q)}
-        todo = [by_key[k] for k in open_keys if k in by_key]
+    outcome = Outcome()
+    before = prom.queries
+    floors = {pool.key: pool.floor for pool in pools}
+    todo = [pool for pool in pools if pool.series or pool.values]
+    known: dict[object, _Known] = {}
+    for attempt in range(_FETCHES):
         if not todo:
             break
-        rounds += 1
-        edges = {pool.key: brackets[pool.key].thresholds(q, count) for pool in todo}
-        todo = [pool for pool in todo if edges[pool.key]]
-        branches = _branches(todo, span_points=span_points, budget=budget)
-        # Per pool: points at or above each threshold (digit d: from edge d up to the next), and in all.
-        above: dict[object, list[int]] = {pool.key: [0] * count for pool in todo}
-        sizes: dict[object, int] = {pool.key: len(pool.values) for pool in todo}
+        last = attempt == _FETCHES - 1
+        fresh = {pool.key: _Known() for pool in todo}
         for pool in todo:
-            for value in pool.values:
-                passed = _bucket(value, edges[pool.key])
-                if passed:
-                    above[pool.key][passed - 1] += 1
-        texts = [
-            (span, batch)
-            for span in spans
-            for batch in _batches(branches, edges, base=base, span=span, step=step, rate_window=rate_window,
-                                  recorded=recorded, max_bytes=max_query_bytes, budget=budget,
-                                  sizes={k for k, b in brackets.items() if b.total <= 0})
+            fresh[pool.key].floor = -math.inf if last else floors[pool.key]
+        batches = _batches([pool for pool in todo if pool.series], fresh, budget=budget, step=step,
+                           interval=interval, window=window, lives=lives, neighbours=neighbours,
+                           max_bytes=max_query_bytes)
+        asked = [
+            (batch, span, _ask(prom, pool_executor, batch, span=span, step=step, rate_window=rate_window,
+                               recorded=recorded))
+            for batch, span in batches
         ]
-        futures = [pool_executor.submit(prom.instant, text, at=span[1]) for span, (text, _) in texts]
-        for (_, (_, keys)), future in zip(texts, futures, strict=True):
-            for sample in future.result():
-                branch = sample.labels.get("branch", "")
-                key = keys.get(branch.removesuffix(":n"))
-                if key is None or not math.isfinite(sample.value):
-                    continue
-                if branch.endswith(":n"):
-                    sizes[key] += round(sample.value)
-                    continue
-                packed = round(sample.value)
-                for digit in range(count):
-                    packed, above[key][digit] = packed // base, above[key][digit] + packed % base
+        for batch, _, answer in asked:
+            owners = batch.owners
+            counts, tops = answer.result()
+            for sample in counts:
+                sid = series_id(sample.labels)
+                if sid in owners and math.isfinite(sample.value):
+                    fresh[owners[sid]].total += round(sample.value)
+            for series in tops:
+                sid = series_id(series.labels)
+                if sid in owners:
+                    found = fresh[owners[sid]]
+                    # A pool over several batches keeps what all of them fetched: above the highest floor.
+                    found.floor = max(found.floor, batch.floor)
+                    found.top += [max(v, 0.0) for _, v in series.points]
         for pool in todo:
-            bracket, counts = brackets[pool.key], above[pool.key]
-            bracket.total = bracket.total or sizes[pool.key]
-            for k, edge in enumerate(edges[pool.key]):
-                bracket.below[edge] = bracket.total - sum(counts[k:])
-        progress(f"  exact CPU: round {rounds}, {len(todo)} pool(s), {len(texts)} queries")
-    return rounds
+            found = fresh[pool.key]
+            found.total += len(pool.values)
+            found.top = [v for v in [*found.top, *pool.values] if v > found.floor]
+            outcome.points += len(found.top)
+            known[pool.key] = found
+        short = []
+        for pool in todo:
+            found = known[pool.key]
+            value = from_top(found.top, total=found.total, q=q)
+            if value is not None:
+                outcome.values[pool.key] = value
+                outcome.total += found.total
+            elif found.total > 0:
+                short.append(pool)
+                floors[pool.key] = floors[pool.key] * _LOWER if floors[pool.key] > 1e-6 else -math.inf
+        again = f"; {len(short)} with too few points above their floor, asked again lower" if short else ""
+        progress(f"  exact CPU: fetch {attempt + 1}, {len(todo)} pool(s) in {len(asked)} batch(es){again}")
+        outcome.refetched += len(short)
+        todo = short
+    outcome.queries = prom.queries - before
+    return outcome
 
 
-def _bucket(value: float, edges: Sequence[float]) -> int:
-    return sum(1 for edge in edges if value >= edge)
+@dataclass
+class _Batch:
+    owners: dict[SeriesId, object]  # the series asked -> its pool
+    floor: float
+    namespaces: set[str] = field(default_factory=set)
+    pods: set[str] = field(default_factory=set)
+    containers: set[str] = field(default_factory=set)
+
+    def halves(self) -> list[_Batch]:
+        """The batch in two by its Pods (each half selects a subset of what it did)."""
+        pods = sorted(self.pods)
+        out = []
+        for part in (set(pods[: len(pods) // 2]), set(pods[len(pods) // 2:])):
+            owners = {sid: key for sid, key in self.owners.items() if sid[1] in part}
+            namespaces, containers = {sid[0] for sid in owners}, {sid[2] for sid in owners}
+            out.append(_Batch(owners, self.floor, namespaces, part, containers))
+        return [half for half in out if half.owners]
+
+    def selector(self, *, rate_window: int, recorded: str | None) -> str:
+        return queries.cpu_usage(sorted(self.namespaces), rate_window=rate_window, recorded=recorded,
+                                 pods=sorted(self.pods), containers=sorted(self.containers))
 
 
-def _branches(
-    pools: Sequence[Pool], *, span_points: int, budget: int
-) -> list[tuple[object, tuple[SeriesId, ...]]]:
-    """(pool key, series) per branch: a pool's series in groups whose points fit the budget (the
-    counts of a pool's branches add up)."""
-    per_branch = max(1, budget // max(1, 2 * span_points))
-    out: list[tuple[object, tuple[SeriesId, ...]]] = []
-    for pool in pools:
-        asked = sorted(set(pool.series))
-        for start in range(0, len(asked), per_branch):
-            out.append((pool.key, tuple(asked[start:start + per_branch])))
-    return out
+def _ask(
+    prom: Prometheus, executor: Executor, batch: _Batch, *, span: tuple[float, float], step: int,
+    rate_window: int, recorded: str | None,
+) -> Future[tuple[list[Sample], list[Series]]]:
+    return executor.submit(_read, prom, batch, span=span, step=step, rate_window=rate_window,
+                           recorded=recorded)
+
+
+def _read(
+    prom: Prometheus, batch: _Batch, *, span: tuple[float, float], step: int, rate_window: int,
+    recorded: str | None, splits: int = 0,
+) -> tuple[list[Sample], list[Series]]:
+    """One batch over one span: its points per series (instant, at the span's end) and its points
+    above the floor (a range query on the same grid: multiples of `step` in (lo, hi]). Refused for
+    its size (the server's own limit under the plan), asked again in halves: Pods, then time."""
+    lo, hi = span
+    usage = batch.selector(rate_window=rate_window, recorded=recorded)
+    # One second short of the span: the grid (lo, hi] in Prometheus 2 (whose subqueries include their
+    # start) as in 3, the range query's own, and spans that meet count their common edge once.
+    width = f"{round(hi - lo) - 1}s"
+    counted = f"count_over_time({usage}[{width}:{queries.promql_duration(step)}])"
+    above = usage if math.isinf(batch.floor) else f"{usage} > {batch.floor!r}"
+    first = (math.floor(lo / step) + 1) * step
+    try:
+        return prom.instant(counted, at=hi), prom.range(above, start=first, end=hi, step=step)
+    except TooManySamplesError:
+        steps = round((hi - lo) / step)
+        if splits >= _SPLITS or (len(batch.pods) < 2 and steps < 2):
+            raise
+        if len(batch.pods) >= 2:
+            pieces = [(half, span) for half in batch.halves()]
+        else:
+            middle = lo + steps // 2 * step
+            pieces = [(batch, (lo, middle)), (batch, (middle, hi))]
+        counts: list[Sample] = []
+        tops: list[Series] = []
+        for piece, piece_span in pieces:
+            found = _read(prom, piece, span=piece_span, step=step, rate_window=rate_window, recorded=recorded,
+                          splits=splits + 1)
+            counts += found[0]
+            tops += found[1]
+        return counts, tops
+
+
+def _spans(window: tuple[float, float], *, pieces: int, step: int) -> list[tuple[float, float]]:
+    lo, hi = window
+    steps = max(1, round((hi - lo) / step))
+    cuts = [hi - round(steps * k / pieces) * step for k in range(pieces + 1)]
+    return [(max(lo, cuts[k + 1]), cuts[k]) for k in range(pieces) if cuts[k] > cuts[k + 1]][::-1]
 
 
 def _batches(
-    branches: Sequence[tuple[object, tuple[SeriesId, ...]]], edges: Mapping[object, Sequence[float]], *,
-    base: int, span: tuple[float, float], step: int, rate_window: int, recorded: str | None, max_bytes: int,
-    sizes: set[object], budget: int,
-) -> Iterable[tuple[str, dict[str, object]]]:
-    """Queries of union'd branches, each under `max_bytes` of text and `budget` points (Prometheus
-    counts a query's subquery points together until it ends); with the branch -> pool map."""
-    width = round(span[1] - span[0])
-    steps = max(1, width // step)
-    parts: list[str] = []
-    keys: dict[str, object] = {}
-    size = points = 0
-    for index, (key, series) in enumerate(branches):
-        text = _branch(index, series, edges[key], base=base, span=width, step=step, rate_window=rate_window,
-                       recorded=recorded, size=key in sizes)
-        cost = len(series) * steps * (2 if key in sizes else 1)
-        if parts and (size + len(text) + 6 > max_bytes or points + cost > budget):
-            yield " or ".join(parts), keys
-            parts, keys, size, points = [], {}, 0, 0
-        parts.append(text)
-        keys[str(index)] = key
-        size += len(text) + 4
-        points += cost
-    if parts:
-        yield " or ".join(parts), keys
+    pools: Sequence[Pool], known: Mapping[object, _Known], *, budget: int, step: int, interval: float,
+    window: tuple[float, float], lives: Mapping[SeriesId, float],
+    neighbours: Mapping[str, Sequence[SeriesId]], max_bytes: int,
+) -> list[tuple[_Batch, tuple[float, float]]]:
+    """(batch, span) to ask: pools of alike floors together, each batch's selected series (every
+    container of its Pods that its container names match) under `budget` materialised points."""
+    span_width = window[1] - window[0]
+
+    def cost(sid: SeriesId, width: float) -> float:
+        return points(1, span=min(width, lives.get(sid, width)) or step, step=step, interval=interval)
+
+    longest = max((cost(sid, span_width) for pool in pools for sid in pool.series), default=0.0)
+    pieces = max(1, math.ceil(2 * longest / max(1, budget)))
+    spans = _spans(window, pieces=pieces, step=step)
+    width = span_width / pieces
+
+    def band(pool: Pool) -> float:
+        floor = known[pool.key].floor
+        return math.floor(math.log(floor) / math.log1p(_BAND)) if floor > 0 else -math.inf
+
+    ordered = sorted(pools, key=lambda p: (band(p), p.series[0][2], known[p.key].floor, str(p.key)))
+    out: list[_Batch] = []
+    current: _Batch | None = None
+    load = 0.0
+    size = 0
+    for pool in ordered:
+        floor = known[pool.key].floor
+        for sid in pool.series:
+            namespace, pod, container = sid
+            if current is not None:
+                grown = _grown(current, sid, neighbours)
+                extra = sum(cost(other, width) for other in grown)
+                more = len(pod) + len(container) + len(namespace) + 8
+                if load + extra > budget or size + more > max_bytes:
+                    current = None
+            if current is None:
+                current = _Batch({}, floor)
+                out.append(current)
+                load, size = 0.0, 400
+                grown = _grown(current, sid, neighbours)
+                extra = sum(cost(other, width) for other in grown)
+            current.owners[sid] = pool.key
+            current.floor = min(current.floor, floor)
+            size += len(pod) + 3 if pod not in current.pods else 0
+            size += len(container) + 3 if container not in current.containers else 0
+            size += len(namespace) + 3 if namespace not in current.namespaces else 0
+            current.namespaces.add(namespace)
+            current.pods.add(pod)
+            current.containers.add(container)
+            load += extra
+    return [(batch, span) for span in spans for batch in out]
 
 
-def samples_by_branch(samples: Iterable[Sample]) -> dict[str, float]:
-    """A round's answer as {branch: packed counts} (for tests)."""
-    out: dict[str, float] = {}
-    for sample in samples:
-        if series_id(sample.labels) is not None:
-            out[sample.labels.get("branch", "")] = sample.value
+def _grown(batch: _Batch, sid: SeriesId, neighbours: Mapping[str, Sequence[SeriesId]]) -> set[SeriesId]:
+    """The series the batch's selector picks once `sid` joins it, that it did not before."""
+    namespace, pod, container = sid
+    namespaces, containers = batch.namespaces | {namespace}, batch.containers | {container}
+    pods = batch.pods | {pod}
+    out: set[SeriesId] = set()
+    for name in pods:
+        if name != pod and namespace in batch.namespaces and container in batch.containers:
+            continue  # nothing new from a Pod already in the batch unless a label set grew
+        for other in neighbours.get(name, (sid,)):
+            if other[0] in namespaces and other[2] in containers and not _in(batch, other):
+                out.add(other)
+    if not _in(batch, sid):
+        out.add(sid)
+    return out
+
+
+def _in(batch: _Batch, sid: SeriesId) -> bool:
+    return sid[0] in batch.namespaces and sid[1] in batch.pods and sid[2] in batch.containers
+
+
+def by_pod(series: Sequence[SeriesId]) -> dict[str, list[SeriesId]]:
+    """Every series per Pod name (the `neighbours` of `top_fetch`)."""
+    out: dict[str, list[SeriesId]] = defaultdict(list)
+    for sid in series:
+        out[sid[1]].append(sid)
     return out

@@ -134,6 +134,7 @@ def _union(parts: Iterable[str]) -> str:
 def cpu_usage(
     namespaces: Sequence[str], *, rate_window: int, recorded: str | None = None, pods: Sequence[str] = (),
     pod_pattern: str | None = None, shard: Shard | None = None, container: str | None = None,
+    containers: Sequence[str] = (),
 ) -> str:
     """CPU cores per container: `rate()` over the cadvisor counter, or a recorded rate when one exists.
 
@@ -143,6 +144,10 @@ def cpu_usage(
     series = selector(recorded or CPU_METRIC, namespaces, pod_pattern=pod_pattern, shard=shard)
     if container is not None:
         series = series[:-1] + f",container={_quote(container)}}}"
+    if len(containers) == 1:
+        series = series[:-1] + f",container={_quote(containers[0])}}}"
+    elif containers:
+        series = series[:-1] + f",container=~{_quote(_literally(containers))}}}"
     if pods:
         series = series[:-1] + f",pod=~{_quote(_literally(pods))}}}"
     return series if recorded else f"rate({series}[{promql_duration(rate_window)}])"

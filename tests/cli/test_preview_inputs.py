@@ -1,0 +1,224 @@
+"""`pod-tailor preview -f FILE|DIR [-R]` as kubectl reads its input, through the real command: every
+document comes out in order, workloads tailored and the rest unchanged, so the output pipes into
+`kubectl apply -f -`; Services in any file decide the traffic path."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from tests.cli.test_first_hour import BROKEN, run
+from webhook.core.pod import INJECTED_ANNOTATION
+from webhook.profiles.store import FileStore, ProfileDocument
+
+
+def deployment(name: str, *, port: int = 8080) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "app", "image": "nginx:1.27",
+                                         "ports": [{"containerPort": port}]}]},
+            },
+        },
+    }
+
+
+def service(name: str, *, target: int = 8080) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name},
+        "spec": {"selector": {"app": name}, "ports": [{"port": 80, "targetPort": target}]},
+    }
+
+
+def config_map(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"key": "value"}}
+
+
+def write(path: Path, *documents: dict[str, Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump_all(documents, sort_keys=False))
+    return path
+
+
+def shown(out: str) -> list[tuple[str, str]]:
+    return [(doc["kind"], doc["metadata"]["name"]) for doc in yaml.safe_load_all(out) if doc is not None]
+
+
+def annotation(document: dict[str, Any]) -> str:
+    return str(document["spec"]["template"]["metadata"]["annotations"][INJECTED_ANNOTATION])
+
+
+@pytest.fixture(autouse=True)
+def empty_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "profiles.json"
+    FileStore(path).write(ProfileDocument({}, 0.0, "no profiles"))
+    monkeypatch.setenv("POD_TAILOR_PROFILES", str(path))
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """app/ as people keep it: files, a subdirectory, and files kubectl does not read."""
+    root = tmp_path / "app"
+    write(root / "b-web.yaml", deployment("web"), config_map("web-config"))
+    write(root / "a-api.yml", deployment("api"))
+    write(root / "c-db.json", config_map("db"))
+    (root / "README.md").write_text("# not a manifest\n")
+    write(root / "notes.txt", config_map("txt"))
+    write(root / "b" / "svc.yaml", service("web"))
+    write(root / "b" / "deep" / "more.yaml", config_map("deep"))
+    write(root / "z" / "last.yaml", service("api"))
+    return root
+
+
+class TestEveryDocumentComesOutInOrder:
+    def test_a_services_and_config_maps_pass_through_unchanged_beside_the_tailored_deployment(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    ) -> None:
+        given = [config_map("settings"), deployment("web"), service("web")]
+        code, out, err = run(capsys, "preview", "-f", str(write(tmp_path / "app.yaml", *given)))
+        documents = list(yaml.safe_load_all(out))
+        assert code == 0, err
+        assert [(d["kind"], d["metadata"]["name"]) for d in documents] == [
+            ("ConfigMap", "settings"), ("Deployment", "web"), ("Service", "web")
+        ]
+        assert (documents[0], documents[2]) == (given[0], given[2])
+        assert "readinessProbe" in documents[1]["spec"]["template"]["spec"]["containers"][0]
+
+    @pytest.mark.parametrize(
+        ("argv", "expected"),
+        [
+            (["-f", "{root}"], [("Deployment", "api"), ("Deployment", "web"), ("ConfigMap", "web-config"),
+                                ("ConfigMap", "db")]),
+            (["-f", "{root}", "-R"], [("Deployment", "api"), ("ConfigMap", "deep"), ("Service", "web"),
+                                      ("Deployment", "web"), ("ConfigMap", "web-config"),
+                                      ("ConfigMap", "db"), ("Service", "api")]),
+            (["-f", "{root}/c-db.json", "-f", "{root}/a-api.yml"],
+             [("ConfigMap", "db"), ("Deployment", "api")]),
+            (["-f", "{root}/z", "--recursive", "-f", "{root}/b-web.yaml"],
+             [("Service", "api"), ("Deployment", "web"), ("ConfigMap", "web-config")]),
+            (["-f", "{root}/notes.txt", "-f", "{root}/a-api.yml"],
+             [("ConfigMap", "txt"), ("Deployment", "api")]),
+        ],
+        ids=["dir-only-its-own-manifests", "dir-recursive-as-kubectl-walks", "two-files-in-the-order-given",
+             "dir-and-file", "a-file-named-is-read-whatever-its-suffix"],
+    )
+    def test_files_and_directories_are_read_as_kubectl_reads_them(
+        self, capsys: pytest.CaptureFixture[str], tree: Path, argv: list[str], expected: list[tuple[str, str]]
+    ) -> None:
+        code, out, err = run(capsys, "preview", *(arg.format(root=tree) for arg in argv))
+        assert code == 0, err
+        assert shown(out) == expected
+
+    def test_stdin_is_read_with_the_files(
+        self, capsys: pytest.CaptureFixture[str], tree: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr("sys.stdin", io.StringIO(yaml.safe_dump(service("from-stdin"))))
+        code, out, err = run(capsys, "preview", "-f", str(tree / "a-api.yml"), "-f", "-")
+        assert code == 0, err
+        assert shown(out) == [("Deployment", "api"), ("Service", "from-stdin")]
+
+    def test_a_list_stays_one_list_with_its_workloads_tailored(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    ) -> None:
+        listed = {"apiVersion": "v1", "kind": "List", "items": [service("web"), deployment("web")]}
+        path = write(tmp_path / "list.yaml", listed, config_map("c"))
+        code, out, err = run(capsys, "preview", "-f", str(path))
+        documents = list(yaml.safe_load_all(out))
+        assert code == 0, err
+        assert [d["kind"] for d in documents] == ["List", "ConfigMap"]
+        served, tailored = documents[0]["items"]
+        assert served == service("web")
+        assert "preStop=sleep" in annotation(tailored)
+
+    def test_a_bad_document_is_left_out_and_named_and_the_others_still_come_out_exit_1(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    ) -> None:
+        path = tmp_path / "app.yaml"
+        path.write_text(
+            yaml.safe_dump(service("web")) + "---\n" + BROKEN + "---\n"
+            + yaml.safe_dump({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "empty"},
+                              "spec": {}})
+            + "---\n" + yaml.safe_dump(deployment("web"))
+        )
+        code, out, err = run(capsys, "preview", "-f", str(path))
+        assert code == 1
+        assert shown(out) == [("Service", "web"), ("Deployment", "web")]
+        left_out = [line for line in err.splitlines() if line.endswith("(this document is left out)")]
+        assert len(left_out) == 2
+        assert left_out[0].startswith(f"pod-tailor preview: {path}:")
+        assert "expected <block end>" in left_out[0]
+        assert "Deployment empty has no pod template at spec.template" in left_out[1]
+
+    def test_a_missing_directory_is_refused_before_anything_is_read(
+        self, capsys: pytest.CaptureFixture[str], tree: Path
+    ) -> None:
+        code, out, err = run(capsys, "preview", "-f", str(tree), "-f", str(tree / "nope"))
+        assert (code, out) == (2, "")
+        assert err == f"pod-tailor preview: {tree / 'nope'}: no such file\n"
+
+    def test_every_previewed_workload_validates_strictly(
+        self, capsys: pytest.CaptureFixture[str], tree: Path
+    ) -> None:
+        code, out, err = run(capsys, "preview", "-f", str(tree), "-R")
+        assert code == 0, err
+        for document in yaml.safe_load_all(out):
+            kubernetes_validate.validate(document, "1.30", strict=True)
+
+
+class TestServicesInAnyFileDecideTheTrafficPath:
+    @pytest.mark.parametrize(
+        ("files", "expected"),
+        [
+            ({"deploy.yaml": [deployment("web")]}, "preStop=sleep 5s (native sleep"),
+            ({"deploy.yaml": [deployment("web")], "svc.yaml": [service("web")]},
+             "preStop=sleep 5s (behind Service web type ClusterIP"),
+            ({"deploy.yaml": [deployment("web")], "svc.yaml": [service("other")]},
+             "preStop=sleep 5s (no Service selects the Pod yet"),
+            ({"deploy.yaml": [deployment("web")], "sub/svc.yaml": [service("web")]},
+             "preStop=sleep 5s (native sleep"),  # not read without -R
+        ],
+        ids=["no-service", "a-service-in-a-sibling-file", "a-service-of-another-app",
+             "a-service-in-a-subdir"],
+    )
+    def test_the_pre_stop_is_sized_for_the_service_found_in_a_sibling_file(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path, files: dict[str, list[dict[str, Any]]],
+        expected: str,
+    ) -> None:
+        for name, documents in files.items():
+            write(tmp_path / "app" / name, *documents)
+        code, out, err = run(capsys, "preview", "-f", str(tmp_path / "app"))
+        (tailored,) = [d for d in yaml.safe_load_all(out) if d["kind"] == "Deployment"]
+        assert code == 0, err
+        assert expected in annotation(tailored)
+
+    def test_with_r_the_service_in_a_subdirectory_counts(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    ) -> None:
+        write(tmp_path / "app" / "deploy.yaml", deployment("web"))
+        write(tmp_path / "app" / "sub" / "svc.yaml", service("web"))
+        code, out, err = run(capsys, "preview", "-f", str(tmp_path / "app"), "-R")
+        tailored = next(d for d in yaml.safe_load_all(out) if d["kind"] == "Deployment")
+        assert code == 0, err
+        assert "behind Service web type ClusterIP" in annotation(tailored)
+
+    def test_a_service_given_in_another_f_counts_too(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    ) -> None:
+        deploy = write(tmp_path / "deploy.yaml", deployment("web"))
+        svc = write(tmp_path / "elsewhere" / "svc.yaml", service("web"))
+        code, out, err = run(capsys, "preview", "-f", str(deploy), "-f", str(svc))
+        tailored = next(d for d in yaml.safe_load_all(out) if d["kind"] == "Deployment")
+        assert code == 0, err
+        assert "behind Service web type ClusterIP" in annotation(tailored)
