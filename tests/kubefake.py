@@ -29,7 +29,8 @@ resourceVersion), PATCH (merge and JSON patch), DELETE; the Pod `resize` subreso
 set with `resize_outcome`, shows as the `PodResizePending`/`PodResizeInProgress` conditions);
 ResourceQuota admission of Pod creates (the containers must state what a quota tracks, `used` plus
 the Pod must stay within `hard`; `status.used` is written as the create is admitted, as the real
-plugin does; scopes BestEffort/NotBestEffort/Terminating/NotTerminating); `/version`; legacy
+plugin does; scopes BestEffort/NotBestEffort/Terminating/NotTerminating and a PriorityClass
+scopeSelector); `/version`; legacy
 discovery (`/api`, `/apis`, `/api/v1`, ...) and an OpenAPI v3 index, enough for the real
 `kubectl create --dry-run=server`.
 Server-side apply (PATCH `application/apply-patch+yaml` with `fieldManager`, `force`): field ownership
@@ -329,7 +330,7 @@ class FakeKube:
 
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self) -> FakeKube:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        server = _Server(("127.0.0.1", 0), _handler_for(self))
         server.daemon_threads = True
         self._server = server
         threading.Thread(
@@ -925,6 +926,10 @@ def _manager(query: dict[str, list[str]]) -> str:
     return query.get("fieldManager", [""])[0] or "unknown"
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 128  # a controller's burst of creates is not refused at the socket
+
+
 def _handler_for(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
     class Handler(_Handler):
         fake = kube
@@ -1327,6 +1332,14 @@ def _quota_counts(quota: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
     for scope in (quota.get("spec") or {}).get("scopes") or ():
         if {"BestEffort": not best_effort, "NotBestEffort": best_effort, "Terminating": not terminating,
                 "NotTerminating": terminating}.get(scope, False):
+            return False
+    priority = spec.get("priorityClassName")
+    for expression in ((quota.get("spec") or {}).get("scopeSelector") or {}).get("matchExpressions") or ():
+        operator, values = expression.get("operator"), expression.get("values") or []
+        if expression.get("scopeName") == "PriorityClass" and not {
+            "In": priority in values, "NotIn": priority not in values, "Exists": bool(priority),
+            "DoesNotExist": not priority,
+        }.get(operator, False):
             return False
     return True
 
