@@ -28,6 +28,7 @@ import argparse
 import json
 import math
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -44,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/profiles.py before tests/profiles/
 
 import httpx
+import orjson
 from kubefake import FakeKube
 from peerdata import PeerHistory
 from profiles import DAY, backfill_by_day
@@ -168,9 +170,10 @@ def quantile(values: list[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (rank - lo)
 
 
-def rates(url: str, history: PeerHistory, *, end: float, window: int, step: int, rate_window: int,
+def rates(url: str, workloads: list[Any], *, end: float, window: int, step: int, rate_window: int,
           krr: bool = False) -> dict[tuple[str, str, str], dict[str, list[float]]]:
-    """(namespace, workload, container) -> pod -> every usage point in the window, from query_range.
+    """(namespace, workload, container) -> pod -> every usage point in the window, from query_range
+    (one per workload: every point of its Pods at `step`).
 
     The grid is the subquery's: multiples of `step` in (end - window, end]. `krr`: KRR's own
     expression (`max by (container, pod, job)` of the rate; the same points on this data).
@@ -179,14 +182,14 @@ def rates(url: str, history: PeerHistory, *, end: float, window: int, step: int,
     last = math.floor(end / step) * step
     out: dict[tuple[str, str, str], dict[str, list[float]]] = defaultdict(dict)
     with httpx.Client(timeout=600) as client:
-        for wl in history.workloads:
+        for wl in workloads:
             pods = "|".join(pod.name for pod in wl.pods)
             query = (f'rate(container_cpu_usage_seconds_total{{namespace="{wl.namespace}",pod=~"{pods}",'
                      f'container!=""}}[{rate_window}s])')
             answer = client.post(f"{url}/api/v1/query_range",
                                  data={"query": query, "start": first, "end": last, "step": step})
             answer.raise_for_status()
-            for series in answer.json()["data"]["result"]:
+            for series in orjson.loads(answer.content)["data"]["result"]:
                 labels = series["metric"]
                 values = [max(float(v), 0.0) for _, v in series["values"]]
                 out[(wl.namespace, wl.name, labels["container"])].setdefault(labels["pod"], []).extend(values)
@@ -247,6 +250,8 @@ def main() -> int:
                         help="where KRR's virtualenv lives, outside the repository [%(default)s]")
     parser.add_argument("--only", choices=("krr", "pod-tailor"), help="run one tool only")
     parser.add_argument("--prepare", action="store_true", help="make the history and stop")
+    parser.add_argument("--compare", type=int, default=150, metavar="N",
+                        help="compare per container on N workloads drawn at random (seed 28; 0: all) [150]")
     args = parser.parse_args()
     data = args.keep / "data"
     if not (data.exists() and any(data.iterdir())):
@@ -307,12 +312,13 @@ def main() -> int:
               f"KRR / pod-tailor: wall {theirs.wall / ours.wall:.1f}x, CPU {theirs.cpu / ours.cpu:.1f}x "
               "(goal >= 3)")
     for run in runs:
-        tail = [line for line in run.output.splitlines() if "exact CPU" in line or "reading at" in line]
+        tail = [line for line in run.output.splitlines()
+                if any(word in line for word in ("exact CPU", "reading at", "big passes", "series values"))]
         for line in tail:
             print(f"  {run.name}: {line.strip()}")
     if store.exists():
         compare(data, history, store=store, krr_out=krr_out if krr_out.exists() else None, end=end,
-                window=window, krr_step=krr_step)
+                window=window, krr_step=krr_step, sample=args.compare)
     return 0
 
 
@@ -336,18 +342,23 @@ def defaults(points: dict[tuple[str, str, str], dict[str, list[float]]], q: floa
 
 
 def compare(data: Path, history: PeerHistory, *, store: Path, krr_out: Path | None, end: int, window: int,
-            krr_step: int) -> None:
+            krr_step: int, sample: int = 0) -> None:
     ours = _pod_tailor(store)
     some = next(iter(ours.values()))["evidence"]
     from webhook.profiles.queries import duration
 
     step, rate_window = duration(some["cpuStep"]), duration(some["cpuRateWindow"])
     q = some["cpuPercentile"] / 100
+    workloads = list(history.workloads)
+    if 0 < sample < len(workloads):
+        workloads = random.Random(28).sample(workloads, sample)  # every container of each one drawn
+    print(f"\n  compared on {len(workloads)} of {len(history.workloads)} workloads"
+          + (" drawn at random (seed 28)" if len(workloads) < len(history.workloads) else ""))
     server = PromServer(data, extra_args=("--storage.tsdb.max-block-duration=1d",)).start()
     try:
         began = time.monotonic()
-        points = rates(server.url, history, end=end, window=window, step=step, rate_window=rate_window)
-        krr_points = rates(server.url, history, end=time.time(), window=window, step=krr_step,
+        points = rates(server.url, workloads, end=end, window=window, step=step, rate_window=rate_window)
+        krr_points = rates(server.url, workloads, end=time.time(), window=window, step=krr_step,
                            rate_window=krr_step) if krr_out is not None else {}
         took = time.monotonic() - began
     finally:

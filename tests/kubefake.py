@@ -831,15 +831,13 @@ class FakeKube:
     def _lookup(self, resource: Resource, namespace: str, name: str) -> Obj | None:
         return self._objects.get((resource.prefix, resource.plural), {}).get((namespace, name))
 
-    def _list(self, selector: _Filter) -> list[Obj]:
+    def _list(self, selector: _Filter, *, copy: bool = True) -> list[Obj]:
         bucket = self._objects.get((selector.resource.prefix, selector.resource.plural), {})
-        return [
-            copy.deepcopy(obj)
-            for _, obj in sorted(bucket.items())
-            if selector.matches(selector.resource, obj)
-        ]
+        found = [obj for _, obj in sorted(bucket.items()) if selector.matches(selector.resource, obj)]
+        return [_copy(obj) for obj in found] if copy else found
 
 
+_copy = copy.deepcopy
 _MISSING = object()
 _NOT_APPLIED = ("resourceVersion", "managedFields", "uid", "creationTimestamp", "generation")
 
@@ -1043,11 +1041,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _list_response(self, resource: Resource, namespace: str | None, query: dict[str, list[str]]) -> None:
         name, labels = _selectors(query)
-        with self.fake._cond:
-            items, rv = self.fake._list(_Filter(resource, namespace, name, labels)), self.fake._rv
         start = int(query.get("continue", ["0"])[0] or 0)
         limit = int(query.get("limit", ["0"])[0] or 0)
-        page = items[start : start + limit] if limit else items[start:]
+        with self.fake._cond:  # only the page is copied: listing 10,000 objects in pages stays linear
+            items, rv = self.fake._list(_Filter(resource, namespace, name, labels), copy=False), self.fake._rv
+            page = copy.deepcopy(items[start : start + limit] if limit else items[start:])
         if not resource.custom:
             for item in page:
                 item.pop("apiVersion", None)

@@ -5,6 +5,7 @@ document comes out in order, workloads tailored and the rest unchanged, so the o
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 from typing import Any
 
@@ -222,3 +223,55 @@ class TestServicesInAnyFileDecideTheTrafficPath:
         tailored = next(d for d in yaml.safe_load_all(out) if d["kind"] == "Deployment")
         assert code == 0, err
         assert "behind Service web type ClusterIP" in annotation(tailored)
+
+
+def with_init(document: dict[str, Any]) -> dict[str, Any]:
+    spec = document["spec"]["template"]["spec"]
+    spec["initContainers"] = [{"name": "migrate", "image": "busybox:1.36", "command": ["true"]}]
+    return document
+
+
+class TestTheReportReadsTheSameInputs:
+    def test_the_grace_period_is_on_the_pods_own_row_not_on_the_init_containers(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    ) -> None:
+        path = write(tmp_path / "app.yaml", with_init(deployment("web")), service("web"))
+        code, out, err = run(capsys, "report", "-f", str(path))
+        rows = [line.split() for line in out.split("\n\n")[0].splitlines()[1:]]
+        assert code == 0, err
+        assert [row[2] for row in rows] == ["migrate", "app", "(pod)"]
+        assert [row[-1] for row in rows] == ["-", "readiness,startup,preStop=5s", "grace=35s"]
+
+    def test_same_named_workloads_of_two_files_stay_two_rows_named_by_file(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    ) -> None:
+        write(tmp_path / "app" / "prod.yaml", deployment("web", port=8080))
+        write(tmp_path / "app" / "staging.yaml", deployment("web", port=9090))
+        code, out, err = run(capsys, "report", "-f", str(tmp_path / "app"), "-o", "json")
+        workloads = json.loads(out)["workloads"]
+        assert code == 0, err
+        assert [(w["name"], w["source"]) for w in workloads] == [
+            ("web", str(tmp_path / "app" / "prod.yaml")), ("web", str(tmp_path / "app" / "staging.yaml"))
+        ]
+        assert json.loads(out)["totals"]["cluster"]["workloads"] == 2
+        code, out, _ = run(capsys, "report", "-f", str(tmp_path / "app"))
+        named = [line.split()[1:4] for line in out.split("\n\n")[0].splitlines()[1:]]
+        assert named == [
+            ["Deployment/web", f"({tmp_path / 'app' / name})", container]
+            for name in ("prod.yaml", "staging.yaml") for container in ("app", "(pod)")
+        ]
+
+    @pytest.mark.parametrize(
+        ("flags", "path"), [([], "no Service selects"), (["-R"], "behind Service web")], ids=["dir", "dir-R"]
+    )
+    def test_a_service_in_any_file_read_decides_the_traffic_path(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path, flags: list[str], path: str
+    ) -> None:
+        write(tmp_path / "app" / "deploy.yaml", deployment("web"))
+        write(tmp_path / "app" / "other.yaml", service("other"))
+        write(tmp_path / "app" / "sub" / "svc.yaml", service("web"))
+        code, out, err = run(capsys, "report", "-f", str(tmp_path / "app"), *flags, "-o", "json")
+        (web,) = json.loads(out)["workloads"]
+        (pre_stop,) = [a for a in web["containers"][0]["adds"] if a["field"] == "preStop"]
+        assert code == 0, err
+        assert pre_stop["source"].startswith(path)

@@ -154,8 +154,12 @@ def test_a_build_takes_a_handful_of_queries_whatever_the_number_of_pods(built: B
     assert built.series > pods
     # 9, one for what HPAs scale, one for their totals (profiles.totals), one for the interval where
     # the window starts (a long-term store downsamples older data: `profiles.resolution`)
-    # ... and the exact CPU statistic's rounds (`profiles.exact`): one query per 5-day span and round
-    assert built.queries <= 12 + 3 * 3
+    # ... and the exact CPU statistic's top fetch (`profiles.exact`): a count and a fetch per batch of
+    # pools whose floors are alike (one batch per 5 % band of usage levels here: ten workloads at
+    # different levels), never per Pod.
+    workloads = len(built.document.workloads)
+    assert built.queries <= 12 + 2 * workloads
+    assert built.queries < pods
 
 
 def test_a_build_that_hits_max_samples_splits_the_window_and_agrees(

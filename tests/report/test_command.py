@@ -48,13 +48,15 @@ class TestFormats:
         assert (code, err) == (0, "")
         lines = out.splitlines()
         assert lines[0].split()[:4] == ["NAMESPACE", "WORKLOAD", "CONTAINER", "CPU"]
-        assert [line.split()[1:3] for line in lines[1:4]] == [
+        assert [line.split()[1:3] for line in lines[1:5]] == [
             ["Deployment/web", "app"],
             ["Deployment/web", "envoy"],
+            ["Deployment/web", "(pod)"],
             ["StatefulSet/db", "pg"],
         ]
         assert "-→100m" in lines[1]
-        assert "readiness,startup,preStop=5s,grace=35s" in lines[1]
+        assert lines[1].split()[-1].endswith("preStop=5s")
+        assert lines[3].split()[-1] == "grace=35s"  # the Pod's own value, on the Pod's own row
         totals = lines[lines.index("") + 2].split()
         assert totals[:6] == ["shop", "enforce", "default", "2", "2", "3"]
 
@@ -114,16 +116,20 @@ class TestFormats:
         assert (code, out) == (0, "")
         assert len(json.loads(target.read_text())["workloads"]) == 2
 
-    def test_a_directory_is_read_recursively_and_stdin_too(
-        self, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    @pytest.mark.parametrize(
+        ("flags", "names"), [([], ["db"]), (["-R"], ["db", "web"])], ids=["dir", "dir-R"]
+    )
+    def test_a_directory_is_read_as_kubectl_reads_it_and_stdin_too(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        flags: list[str], names: list[str],
     ) -> None:
         (tmp_path / "a" / "b").mkdir(parents=True)
         (tmp_path / "a" / "b" / "web.yaml").write_text(yaml.safe_dump(FLEET[0]))
         (tmp_path / "a" / "service.yaml").write_text("apiVersion: v1\nkind: Service\nmetadata: {name: s}\n")
         monkeypatch.setattr("sys.stdin", io.StringIO(yaml.safe_dump(FLEET[1])))
-        code, out, err = run(capsys, "-f", str(tmp_path / "a"), "-f", "-", "-o", "json")
+        code, out, err = run(capsys, "-f", str(tmp_path / "a"), *flags, "-f", "-", "-o", "json")
         assert (code, err) == (0, "")
-        assert sorted(w["name"] for w in json.loads(out)["workloads"]) == ["db", "web"]
+        assert sorted(w["name"] for w in json.loads(out)["workloads"]) == names
 
 
 class TestExitCodes:

@@ -185,6 +185,13 @@ class TestReportsAreKept:
             assert applies(fake) == ["pod-tailor-deployment-web"]
             assert stored(fake)["metadata"]["resourceVersion"] == before
             assert running.controller.writes == 1
+            # The gauges with Policy Reporter's labels count the results of the Reports in the cluster.
+            warned = running.metrics.results.labels("shop", "pod-tailor", "requests", "warn", "pod-tailor")
+            assert warned._value.get() == 1
+            summary = stored(fake)["summary"]
+            for status in ("pass", "warn", "skip"):
+                shown = running.metrics.summary.labels("shop", "pod-tailor", status)._value.get()
+                assert shown == summary[status]
 
     def test_a_template_change_rewrites_the_report(self, fake: FakeKube, tmp_path: Path) -> None:
         fake.put(web())
@@ -260,10 +267,9 @@ class TestFailures:
         fake.put(web())
         fake.fail_next(REPORTS + "pod-tailor-deployment-web", 409)
         with replica(fake, tmp_path) as running:
-            wait_until(lambda: fake.get("reports", "pod-tailor-deployment-web", namespace="shop"),
-                       timeout=30, what="the report")  # fmt: skip
+            wait_until(lambda: running.count("applied") == 1, timeout=30, what="the report")
+            assert fake.get("reports", "pod-tailor-deployment-web", namespace="shop") is not None
             assert running.count("conflict") == 1
-            assert running.count("applied") == 1
             running.passes()
             assert running.count("applied") == 1
 

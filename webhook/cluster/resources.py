@@ -49,7 +49,7 @@ class WatchSpec:
     enabled: Callable[[Settings], bool] = lambda _settings: True
     # A collection a feature can do without: a 403 (no RBAC for it) is "not known", not a failure.
     forbidden_ok: bool = False
-    transform: Callable[[Obj], Obj] | None = None  # what of each object is kept (see `Watched`)
+    keep: Callable[[Obj], Obj] | None = None  # what of each object is stored (see `Watched`)
 
 
 def custom_list(group: str, version: str, plural: str) -> Callable[[Any, Settings], ListCall]:
@@ -163,11 +163,11 @@ _SPECS: tuple[WatchSpec, ...] = (
     # is sized as before, and /readyz says so. Quotas count every event: their status is what is read.
     WatchSpec(
         NODES, lambda api, _s: client.CoreV1Api(api).list_node, relevant=_node_relevant,
-        forbidden_ok=True, transform=node_essentials,
+        forbidden_ok=True, keep=node_essentials,
     ),
     WatchSpec(
         RESOURCEQUOTAS, lambda api, _s: client.CoreV1Api(api).list_resource_quota_for_all_namespaces,
-        relevant=None, forbidden_ok=True, transform=quota_essentials,
+        relevant=None, forbidden_ok=True, keep=quota_essentials,
     ),
 )
 

@@ -6,14 +6,14 @@ resourceVersion; watch from it with bookmarks; every event and bookmark advances
 clean end (the server's timeout) or a dropped connection resumes from the last resourceVersion; `410 Gone`
 (history compacted) re-lists; any other failure re-lists after an exponential backoff with jitter.
 
-Two refinements for resources pod-tailor only reads in part:
+Refinements for resources pod-tailor only reads in part:
 - `optional`: a custom resource whose CRD may not be installed (VerticalPodAutoscalers, Gateway API
   routes). A 404 on the list means "not served": the collection counts as listed and empty, and the
   list is tried again every `absent_retry` seconds, so a CRD installed later is picked up.
 - `forbidden_ok`: a collection a feature can do without (Nodes, ResourceQuotas): a 403 on the list
   (no RBAC for it) counts as not served, like an optional resource's 404, and `forbidden` says so.
-- `transform`: keep only what a snapshot reads of each object (a Node without its images and
-  conditions is a twentieth of its size), applied to listed objects and events alike.
+- `keep`: what of an object is stored (the rest is dropped as it arrives): a controller that watches
+  thousands of objects keeps the fields it reads, not their managedFields and status.
 - `relevant`: what of an object a snapshot reads. A MODIFIED event that leaves it unchanged (an HPA's
   status, written every 15 s; a Service's load-balancer status) is stored without `on_change`, so the
   snapshot and the verdict cache built on it are not thrown away for nothing.
@@ -102,9 +102,10 @@ class Watched:
         relevant: Callable[[Obj], Hashable] | None = without_status,
         on_failure: Callable[[str], None] | None = None,
         forbidden_ok: bool = False,
-        transform: Callable[[Obj], Obj] | None = None,
+        keep: Callable[[Obj], Obj] | None = None,
     ) -> None:
         self.resource = resource
+        self._keep = keep
         self._call = list_call
         self._on_change = on_change
         self._stop = stop
@@ -117,7 +118,6 @@ class Watched:
         self._relevant = relevant
         self._on_failure = on_failure  # told each failed list or watch (for health reporting)
         self._forbidden_ok = forbidden_ok
-        self._transform = transform
         self.forbidden = False  # True while the list answers 403 (with `forbidden_ok`)
         self._lock = threading.Lock()
         self._objects: dict[Key, Obj] = {}
@@ -207,7 +207,7 @@ class Watched:
                 options["_continue"] = token
             body = json.loads(self._call(**options).data)
             for item in body.get("items") or ():
-                objects[_key(item)] = self._transform(item) if self._transform else item
+                objects[_key(item)] = self._keep(item) if self._keep is not None else item
             token = (body.get("metadata") or {}).get("continue")
             if not token:
                 break
@@ -261,8 +261,8 @@ class Watched:
             self.resource_version = str(obj["metadata"]["resourceVersion"])
             if kind == "BOOKMARK":
                 continue
-            if self._transform is not None:
-                obj = self._transform(obj)
+            if self._keep is not None and kind != "DELETED":
+                obj = self._keep(obj)
             with self._lock:
                 if kind == "DELETED":
                     previous = self._objects.pop(_key(obj), None)

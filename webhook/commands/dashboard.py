@@ -45,7 +45,7 @@ def register(subparsers: Any) -> None:
     )
     add_scope_options(
         parser,
-        manifests="show these manifests (file or directory, recursive; repeatable) instead of a cluster",
+        manifests="show these manifests (file or directory; repeatable) instead of a cluster",
         long_namespace=True,
     )
     add_policy_options(parser)
@@ -119,6 +119,7 @@ def _main(args: argparse.Namespace) -> int:
         store=store,
         kubeconfig=args.kubeconfig,
         manifests=tuple(args.filename),
+        recursive=args.recursive,
         namespaces=tuple(args.namespace),
         all_namespaces=args.all_namespaces,
         own_namespace=args.pod_tailor_namespace,

@@ -68,6 +68,9 @@ def add_scope_options(
     given = group(parser, "input")
     given.add_argument("-f", "--filename", action="append", default=[], help=manifests)
     given.add_argument(
+        "-R", "--recursive", action="store_true", help="-f DIR reads its subdirectories too, as kubectl -R"
+    )
+    given.add_argument(
         "-n", *(["--namespace"] if long_namespace else []), dest="namespace", action="append", default=[],
         help="only this namespace (repeatable) [the opted-in namespaces]",
     )

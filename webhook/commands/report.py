@@ -52,8 +52,8 @@ def register(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_scope_options(parser, manifests="manifest file or directory (recursive), - for stdin; repeatable"
-                      " [default: the cluster]")
+    add_scope_options(parser, manifests="manifest file or directory (its .yaml, .yml, .json files), - for"
+                      " stdin; repeatable [default: the cluster]")
     group(parser, "input").add_argument(
         "--server-version", metavar="1.N", help="Kubernetes version for -f (default: unknown)"
     )
@@ -161,7 +161,7 @@ def _main(args: argparse.Namespace) -> int:
             report = manifests_report(
                 args.filename, policies=configured.policies or bundled_policies(), usage=usage,
                 namespaces=args.namespace, server_version=configured.server_version, progress=progress,
-                stdin=read_input("-") if "-" in args.filename else None,
+                stdin=read_input("-") if "-" in args.filename else None, recursive=args.recursive,
             )
         else:
             report = _live(args, configured, usage, progress)

@@ -63,13 +63,14 @@ class ReportMetrics:
         )
 
     def tally(self, reports: Iterable[dict[str, Any]]) -> None:
-        """Set the result gauges from the Reports as they are in the cluster."""
+        """Set the result gauges from the Reports as the controller keeps them: per Report, its namespace
+        and `tally`, the count of each "policy|rule|result|source"."""
         results: Tally[tuple[str, str, str, str, str]] = Tally()
         for report in reports:
             namespace = str((report.get("metadata") or {}).get("namespace"))
-            for result in report.get("results") or ():
-                results[(namespace, str(result.get("policy")), str(result.get("rule")),
-                         str(result.get("result")), str(result.get("source")))] += 1  # fmt: skip
+            for key, count in (report.get("tally") or {}).items():
+                policy, rule, status, source = [*str(key).split("|"), "", "", ""][:4]
+                results[(namespace, policy, rule, status, source)] += int(count)
         summary: Tally[tuple[str, str, str]] = Tally()
         for (namespace, _, _, status, source), count in results.items():
             summary[(namespace, source, status)] += count

@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -145,13 +146,13 @@ class ReportsController:
             typed = getattr(client, kind.api)(api_client)
             call = getattr(typed, f"list_{kind.method}_for_all_namespaces")
             self.watches[kind.kind] = Watched(kind.plural, call, on_change=wake, stop=stop,
-                                              watch_seconds=watch_seconds)  # fmt: skip
+                                              watch_seconds=watch_seconds, keep=_workload_part)  # fmt: skip
         listing = self.custom.list_cluster_custom_object
         self.reports = Watched(
             "reports.openreports.io",
             lambda **options: listing(GROUP, VERSION, PLURAL, label_selector=_SELECTOR, **options),
             on_change=wake, stop=stop, watch_seconds=watch_seconds, optional=True, absent_retry=absent_retry,
-            relevant=_digest_of,
+            relevant=_digest_of, keep=_report_part,
         )  # fmt: skip
 
     # -- the loop ------------------------------------------------------------------------------------
@@ -341,6 +342,29 @@ def _key(kind: _Kind, obj: Obj) -> Any:
     from webhook.core.workload import WorkloadKey
 
     return WorkloadKey(str(obj["metadata"]["namespace"]), kind.kind, str(obj["metadata"]["name"]))
+
+
+def _workload_part(obj: Obj) -> Obj:
+    """What a decision reads of a workload: its metadata but managedFields, its spec, a Pod's phase."""
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "managedFields"}
+    kept = {"metadata": meta, "spec": obj.get("spec") or {}}
+    phase = (obj.get("status") or {}).get("phase")
+    if phase:
+        kept["status"] = {"phase": phase}
+    return kept
+
+
+def _report_part(report: Obj) -> Obj:
+    """What the controller reads of its Reports: where, the digest, and the results for the gauges."""
+    meta = report.get("metadata") or {}
+    tally: dict[str, int] = {}
+    for result in report.get("results") or ():
+        key = sys.intern("|".join(str(result.get(k)) for k in ("policy", "rule", "result", "source")))
+        tally[key] = tally.get(key, 0) + 1
+    return {"metadata": {"name": meta.get("name"), "namespace": meta.get("namespace"),
+                         "resourceVersion": meta.get("resourceVersion"),
+                         "annotations": {DIGEST_ANNOTATION: _digest_of(report)}},
+            "tally": tally}  # fmt: skip
 
 
 def _digest_of(report: Obj) -> str:

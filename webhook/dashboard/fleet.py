@@ -75,6 +75,7 @@ class FleetConfig:
     store: ProfileStore
     kubeconfig: str | None = None
     manifests: tuple[str, ...] = ()  # files or directories read instead of a cluster (needs `policies`)
+    recursive: bool = False  # a directory's subdirectories too (kubectl -R)
     namespaces: tuple[str, ...] = ()
     all_namespaces: bool = False
     own_namespace: str = "pod-tailor"
@@ -102,7 +103,8 @@ def _report(config: FleetConfig, usage: Usage) -> tuple[Report, tuple[str, ...]]
     if config.manifests:
         assert config.policies is not None, "manifests are read with a given policy"
         report = manifests_report(
-            config.manifests, policies=config.policies, usage=usage, namespaces=config.namespaces
+            config.manifests, policies=config.policies, usage=usage, namespaces=config.namespaces,
+            recursive=config.recursive,
         )
         return report, ()
     view = read_cluster(

@@ -364,6 +364,7 @@ def _build(
     current: dict[WorkloadKey, dict[str, dict[str, Decimal]]] = defaultdict(dict)
     with ThreadPoolExecutor(max_workers=max(1, settings.concurrency), thread_name_prefix="exact") as counting:
         finest = min(intervals.values(), default=interval)
+        refused = prom.refusals
         exact = exact_cpu(prom, settings, stats, histories, end=end, pool=counting, interval=finest,
                           progress=progress) if settings.exact_cpu else {}
         own = CpuStatistic(settings.strategy.cpu_percentile, settings.strategy.cpu_aggregate, asked_rate)
@@ -375,6 +376,7 @@ def _build(
             strategy = settings.strategy
             for pair, (value, _) in counted.items():
                 others[pair][statistic.key] = round_up(value, strategy.cpu_step, strategy.min_cpu)
+        refused = prom.refusals - refused  # the top fetch's batches the server refused, asked in halves
     for (key, container), sids in histories.items():
         each = {sid: stats[sid] for sid in sids}  # made here, dropped after: one container at a time
         history = ContainerHistory(
@@ -427,7 +429,7 @@ def _build(
         unread=tuple(sorted(unread.items())),
         samples_read=prom.samples_read,
         peak_samples=prom.peak_samples,
-        refusals=passes.refusals,
+        refusals=passes.refusals + refused,
     )
 
 

@@ -11,11 +11,11 @@ points are above the floor (the estimate was high), only those pools are fetched
 floor (`Outcome.refetched` counts them): the answer is exact by construction whatever the floor, the
 floor only sets how much comes back.
 
-Batches group pools of alike floors (bands `_BAND` apart on a log scale; within a band, by container
-name, so one selector of namespaces x Pods x containers picks few other series) under the build's
-budget of materialised points (`resolution.points`: a subquery's steps or a range's raw samples) and
-its query-text limit; a batch takes its pools' lowest floor. The window is cut in spans when one
-series alone would exceed the budget (counts and points of the spans add up).
+Batches group pools of alike floors (bands `_BAND` apart on a log scale, never two in a batch; within
+a band, by container name, so one selector of namespaces x Pods x containers picks few other series)
+under the build's budget of materialised points (`resolution.points`: a subquery's steps or a range's
+raw samples) and its query-text limit; a batch takes its pools' lowest floor. The window is cut in
+spans when one series alone would exceed the budget (counts and points of the spans add up).
 """
 
 from __future__ import annotations
@@ -27,14 +27,14 @@ from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 
 from webhook.profiles import queries
-from webhook.profiles.prometheus import Prometheus, Sample, Series, TooManySamplesError
+from webhook.profiles.prometheus import Prometheus, Sample, TooManySamplesError, Values
 from webhook.profiles.resolution import points
 from webhook.profiles.slices import SeriesId, series_id
 
 __all__ = ["TOLERANCE", "Outcome", "Pool", "from_top", "needed", "top_fetch"]
 
 TOLERANCE = 0.01  # the goal: the stored statistic within 1 % of the exact percentile (met exactly here)
-_BAND = 0.1  # pools whose floors are within 10 % (log scale) share a batch first
+_BAND = 0.05  # pools whose floors are within 5 % (log scale) share a batch
 _LOWER = 0.5  # a floor that left too few points above it is halved for the next fetch
 _FETCHES = 4  # fetches of a pool at most; the last one has no floor (every point)
 _SPLITS = 16  # halvings of one refused batch at most
@@ -136,13 +136,13 @@ def top_fetch(
                 sid = series_id(sample.labels)
                 if sid in owners and math.isfinite(sample.value):
                     fresh[owners[sid]].total += round(sample.value)
-            for series in tops:
-                sid = series_id(series.labels)
+            for labels, values in tops:
+                sid = series_id(labels)
                 if sid in owners:
                     found = fresh[owners[sid]]
                     # A pool over several batches keeps what all of them fetched: above the highest floor.
                     found.floor = max(found.floor, batch.floor)
-                    found.top += [max(v, 0.0) for _, v in series.points]
+                    found.top += values
         for pool in todo:
             found = fresh[pool.key]
             found.total += len(pool.values)
@@ -193,7 +193,7 @@ class _Batch:
 def _ask(
     prom: Prometheus, executor: Executor, batch: _Batch, *, span: tuple[float, float], step: int,
     rate_window: int, recorded: str | None,
-) -> Future[tuple[list[Sample], list[Series]]]:
+) -> Future[tuple[list[Sample], list[Values]]]:
     return executor.submit(_read, prom, batch, span=span, step=step, rate_window=rate_window,
                            recorded=recorded)
 
@@ -201,7 +201,7 @@ def _ask(
 def _read(
     prom: Prometheus, batch: _Batch, *, span: tuple[float, float], step: int, rate_window: int,
     recorded: str | None, splits: int = 0,
-) -> tuple[list[Sample], list[Series]]:
+) -> tuple[list[Sample], list[Values]]:
     """One batch over one span: its points per series (instant, at the span's end) and its points
     above the floor (a range query on the same grid: multiples of `step` in (lo, hi]). Refused for
     its size (the server's own limit under the plan), asked again in halves: Pods, then time."""
@@ -214,7 +214,7 @@ def _read(
     above = usage if math.isinf(batch.floor) else f"{usage} > {batch.floor!r}"
     first = (math.floor(lo / step) + 1) * step
     try:
-        return prom.instant(counted, at=hi), prom.range(above, start=first, end=hi, step=step)
+        return prom.instant(counted, at=hi), prom.range_values(above, start=first, end=hi, step=step)
     except TooManySamplesError:
         steps = round((hi - lo) / step)
         if splits >= _SPLITS or (len(batch.pods) < 2 and steps < 2):
@@ -225,7 +225,7 @@ def _read(
             middle = lo + steps // 2 * step
             pieces = [(batch, (lo, middle)), (batch, (middle, hi))]
         counts: list[Sample] = []
-        tops: list[Series] = []
+        tops: list[Values] = []
         for piece, piece_span in pieces:
             found = _read(prom, piece, span=piece_span, step=step, rate_window=rate_window, recorded=recorded,
                           splits=splits + 1)
@@ -267,8 +267,11 @@ def _batches(
     current: _Batch | None = None
     load = 0.0
     size = 0
+    current_band = None
     for pool in ordered:
         floor = known[pool.key].floor
+        if band(pool) != current_band:  # a batch takes its lowest floor: never across bands
+            current, current_band = None, band(pool)
         for sid in pool.series:
             namespace, pod, container = sid
             if current is not None:
@@ -296,14 +299,13 @@ def _batches(
 
 
 def _grown(batch: _Batch, sid: SeriesId, neighbours: Mapping[str, Sequence[SeriesId]]) -> set[SeriesId]:
-    """The series the batch's selector picks once `sid` joins it, that it did not before."""
+    """The series the batch's selector picks once `sid` joins it, that it did not before: its Pod's,
+    or every Pod's when a namespace or a container name is new to the batch."""
     namespace, pod, container = sid
+    wider = namespace not in batch.namespaces or container not in batch.containers
     namespaces, containers = batch.namespaces | {namespace}, batch.containers | {container}
-    pods = batch.pods | {pod}
     out: set[SeriesId] = set()
-    for name in pods:
-        if name != pod and namespace in batch.namespaces and container in batch.containers:
-            continue  # nothing new from a Pod already in the batch unless a label set grew
+    for name in (batch.pods | {pod}) if wider else (pod,):
         for other in neighbours.get(name, (sid,)):
             if other[0] in namespaces and other[2] in containers and not _in(batch, other):
                 out.add(other)

@@ -19,7 +19,9 @@ import orjson
 
 from webhook.profiles.queries import scoped
 
-__all__ = ["OverloadedError", "Prometheus", "PrometheusError", "Sample", "Series", "TooManySamplesError"]
+__all__ = [
+    "OverloadedError", "Prometheus", "PrometheusError", "Sample", "Series", "TooManySamplesError", "Values",
+]
 
 _MAX_POINTS = 11_000  # Prometheus refuses range queries with more points per series than this
 
@@ -54,6 +56,9 @@ class Series:
     points: tuple[tuple[float, float], ...]  # (unix seconds, value)
 
 
+Values = tuple[Mapping[str, str], list[float]]  # one series of a range answer, its values only
+
+
 @dataclass
 class Prometheus:
     """One Prometheus server; counts queries and collects warnings for the build's report."""
@@ -66,6 +71,7 @@ class Prometheus:
     selector: str = ""  # label matchers added to every query (`cluster="prod-eu"`), see queries.scoped
     samples_read: int = 0  # samples the queries touched, as Prometheus counts them (`stats=all`)
     peak_samples: int = 0  # the most samples one query held at once (what --query.max-samples limits)
+    refusals: int = 0  # queries refused for their size (too many samples, a timeout)
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()  # builds run several queries at once
@@ -117,6 +123,8 @@ class Prometheus:
             message = body.get("error", "no error message") if isinstance(body, dict) else str(body)[:200]
             text = f"Prometheus at {self.url}: HTTP {response.status_code}, {kind}: {message}"
             if "too many samples" in str(message) or kind == "timeout" or response.status_code == 422:
+                with self._lock:
+                    self.refusals += 1
                 raise TooManySamplesError(text)
             if response.status_code in _OVERLOADED:
                 raise OverloadedError(text)
@@ -167,6 +175,20 @@ class Prometheus:
         A piece Prometheus refuses for loading too many samples (or a timeout) is halved and asked again.
         """
         merged: dict[tuple[tuple[str, str], ...], list[tuple[float, float]]] = {}
+        for item in self._ranged(query, start=start, end=end, step=step):
+            key = tuple(sorted(item["metric"].items()))
+            merged.setdefault(key, []).extend((float(t), float(v)) for t, v in item["values"])
+        return [Series(dict(key), tuple(sorted(points))) for key, points in merged.items()]
+
+    def range_values(self, query: str, *, start: float, end: float, step: int) -> list[Values]:
+        """`range` without timestamps or order: (labels, values) per series and piece, negative values
+        as 0 (a counter's reset). For answers of millions of points, where only the values count."""
+        return [
+            (item["metric"], [max(float(v), 0.0) for _, v in item["values"]])
+            for item in self._ranged(query, start=start, end=end, step=step)
+        ]
+
+    def _ranged(self, query: str, *, start: float, end: float, step: int) -> Iterator[Any]:
         pending = list(_pieces(start, end, step))[::-1]
         while pending:
             lo, hi = pending.pop()
@@ -182,11 +204,7 @@ class Prometheus:
                 middle = lo + (steps // 2) * step
                 pending += [(middle + step, hi), (lo, middle)]
                 continue
-            for item in data["result"]:
-                key = tuple(sorted(item["metric"].items()))
-                points = merged.setdefault(key, [])
-                points += [(float(t), float(v)) for t, v in item["values"]]
-        return [Series(dict(key), tuple(sorted(points))) for key, points in merged.items()]
+            yield from data["result"]
 
 
 def _pieces(start: float, end: float, step: int) -> Iterator[tuple[float, float]]:

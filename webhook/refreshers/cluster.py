@@ -153,7 +153,7 @@ class ClusterRefresher:
             relevant=spec.relevant,
             on_failure=functools.partial(self._watch_failed, spec.resource),
             forbidden_ok=spec.forbidden_ok,
-            transform=spec.transform,
+            keep=spec.keep,
         )
 
     def _spawn(self, target: Any, name: str) -> None:

@@ -8,13 +8,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, NamedTuple
 
-from webhook.config.yamltext import ReadError, decode
+from webhook.config.yamltext import ReadError, read_input
 from webhook.core.workload import pod_workload
 from webhook.offline.dryrun import controller_pod
-from webhook.offline.sources import PodSource, SourceError, load_documents, pod_sources
+from webhook.offline.inputs import MANIFEST_SUFFIXES, manifest_paths
+from webhook.offline.sources import (
+    PodSource,
+    SourceError,
+    input_documents,
+    load_documents,
+    nothing_to_preview,
+    pod_source,
+    pod_sources,
+)
 
 __all__ = [
     "MANIFEST_SUFFIXES",
@@ -25,8 +33,6 @@ __all__ = [
     "read_manifests",
     "replicas",
 ]
-
-MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,12 +89,6 @@ def from_manifests(text: str, *, origin: str, namespace: str | None = None) -> l
     return [collected(source, origin=origin) for source in sources]
 
 
-def _files(path: Path) -> Iterable[Path]:
-    if path.is_dir():
-        return sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in MANIFEST_SUFFIXES)
-    return [path]
-
-
 class Manifests(NamedTuple):
     items: list[Collected]
     problems: list[str]
@@ -96,9 +96,11 @@ class Manifests(NamedTuple):
 
 
 def read_manifests(
-    paths: Iterable[str], *, stdin: str | None = None, namespace: str | None = None
+    paths: Iterable[str], *, stdin: str | None = None, namespace: str | None = None, recursive: bool = False
 ) -> Manifests:
-    """Workloads from files, directories (recursively) and `-` (stdin), and every object read.
+    """Workloads from files, directories and `-` (stdin), read as kubectl reads `-f`
+    (`webhook.offline.inputs`: a directory's own manifests, with `recursive` its subdirectories' too),
+    and every object read.
 
     A file without workloads (a Service, a kustomization) adds no workload but its objects count (see
     `webhook.offline.facts`); a document that cannot be read or parsed is a problem naming its file, line
@@ -107,35 +109,37 @@ def read_manifests(
     found: list[Collected] = []
     problems: list[str] = []
     documents: list[dict[str, Any]] = []
-
-    def read(text: str, origin: str, *, many: bool = False) -> None:
-        read_now = load_documents(text, origin=origin, problems=problems)
-        documents.extend(read_now)
-        try:
-            sources = pod_sources(read_now, namespace=namespace)
-        except SourceError as exc:
-            if read_now and not (many and str(exc).startswith("no Pod or pod template found")):
-                problems.append(f"{origin}: {exc}")
-            return
-        found.extend(collected(source, origin=origin) for source in sources)
-
     for given in paths:
-        if given == "-":
-            try:
-                read(stdin or "", "-")
-            except SourceError as exc:
-                problems.append(str(exc))
+        try:
+            files = manifest_paths(given, recursive=recursive)
+        except ReadError as exc:
+            problems.append(str(exc))
             continue
-        root = Path(given)
-        if not root.exists():
-            problems.append(f"{given}: no such file or directory")
-            continue
-        many = root.is_dir()
-        for path in _files(root):
+        for path in files:
             try:
-                read(decode(path.read_bytes(), origin=str(path)), str(path), many=many)
-            except OSError as exc:
-                problems.append(f"{path}: cannot read: {exc.strerror}")
-            except (SourceError, ReadError) as exc:
+                text = (stdin or "") if path == "-" else read_input(path)
+            except ReadError as exc:
                 problems.append(str(exc))
+                continue
+            before = len(problems)
+            read_now = [
+                document
+                for read in input_documents(text, origin=path, problems=problems)
+                for document in read.objects
+            ]
+            if not read_now and len(problems) == before:
+                problems.append(f"{path}: no objects in input")
+            documents.extend(read_now)
+            sources = []
+            for document in read_now:
+                try:
+                    source = pod_source(document, namespace=namespace)
+                except SourceError as exc:
+                    problems.append(f"{path}: {exc}")
+                    continue
+                if source is not None:
+                    sources.append(source)
+            if read_now and not sources and len(problems) == before and files == [given]:
+                problems.append(f"{path}: {nothing_to_preview(read_now)}")  # a file named on purpose
+            found.extend(collected(source, origin=path) for source in sources)
     return Manifests(found, problems, documents)

@@ -113,6 +113,7 @@ def workload_document(workload: WorkloadReport) -> dict[str, Any]:
             "limits": {"now": quantities(workload.limits[0]), "after": quantities(workload.limits[1])},
         },
         "warnings": list(workload.warnings),
+        "source": workload.source,
     }
 
 
@@ -181,6 +182,7 @@ CSV_COLUMNS = (
     "pod_adds",
     "warnings",
     "traffic_path",
+    "source",
 )
 
 
@@ -213,6 +215,7 @@ def _csv_row(workload: WorkloadReport, container: ContainerReport) -> list[str]:
         "; ".join(f"{a.field}={a.value}" for a in workload.pod_adds),
         "; ".join([*container.warnings, *workload.warnings]),
         container.traffic_path,
+        workload.source,
     ]
     return row
 

@@ -237,6 +237,7 @@ def evaluate(
         assumed=real.mode is Mode.OFF and settings.mode is not Mode.OFF,
         requests=(pod_total(created, "requests", added={}), pod_total(created, "requests", added=added)),
         limits=(pod_total(created, "limits", added={}), pod_total(created, "limits", added=added)),
+        source="" if item.origin == "cluster" else item.origin,
     )
 
 

@@ -27,11 +27,13 @@ def manifests_report(
     stdin: str | None = None,
     server_version: tuple[int, int] | None = None,
     progress: Progress | None = None,
+    recursive: bool = False,
 ) -> Report:
-    """Every workload in `paths` (`-` is `stdin`); with one of `namespaces`, objects without a namespace
-    land there; with several, only theirs are reported."""
+    """Every workload in `paths` (`-` is `stdin`; a directory's manifests, with `recursive` its
+    subdirectories' too, as kubectl -R); with one of `namespaces`, objects without a namespace land
+    there; with several, only theirs are reported. Services and autoscalers of every file count."""
     namespace = namespaces[0] if len(namespaces) == 1 else None
-    items, problems, documents = read_manifests(paths, stdin=stdin, namespace=namespace)
+    items, problems, documents = read_manifests(paths, stdin=stdin, namespace=namespace, recursive=recursive)
     if namespaces and namespace is None:
         items = [item for item in items if item.namespace in namespaces]
     cluster = ClusterSnapshot(

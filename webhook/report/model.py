@@ -116,10 +116,11 @@ class WorkloadReport:
     assumed: bool = False  # evaluated as if opted in (--all-namespaces on a namespace that is not)
     requests: tuple[Mapping[str, Decimal], Mapping[str, Decimal]] = ({}, {})  # per Pod (now, after)
     limits: tuple[Mapping[str, Decimal], Mapping[str, Decimal]] = ({}, {})
+    source: str = ""  # the file it was read from ("" for a cluster): same-named workloads of two files
 
     @property
     def key(self) -> str:
-        return f"{self.namespace}/{self.kind}/{self.name}"
+        return f"{self.namespace}/{self.kind}/{self.name}" + (f" ({self.source})" if self.source else "")
 
     @property
     def changed(self) -> bool:

@@ -1,18 +1,25 @@
 """`-o table` and `-o wide`: kubectl-like columns, one row per container, then the totals.
 
+What belongs to the Pod rather than to a container (the grace period; in `wide` the workload's own
+warnings) has a row of its own, `(pod)`, after the containers. Two workloads of the same namespace,
+kind and name read from different files are told apart by their file.
+
 On a terminal the table fits its width: optional columns go first, then the widest text columns are
 cut with `…`. Piped output is never cut (scripts and `less -S` want every character).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from webhook.report.model import ContainerReport, Report, Totals, WorkloadReport
 from webhook.report.units import amount
 
-__all__ = ["Column", "fit", "render_table"]
+__all__ = ["POD_ROW", "Column", "fit", "render_table"]
+
+POD_ROW = "(pod)"  # the CONTAINER of the row that holds the Pod's own values
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,14 +49,28 @@ _SHORT = {
 }
 
 
-def _adds(container: ContainerReport, workload: WorkloadReport, first: bool) -> str:
+def _adds(container: ContainerReport) -> str:
     parts = [
         f"preStop={a.value.removeprefix('sleep ')}" if a.field == "preStop" else _SHORT.get(a.field, a.field)
         for a in container.adds
     ]
-    if first:
-        parts += [f"grace={a.value}s" for a in workload.pod_adds]
     return ",".join(parts) or "-"
+
+
+def _pod_adds(workload: WorkloadReport) -> str:
+    parts = [
+        f"grace={a.value}s" if a.field == "terminationGracePeriodSeconds" else _SHORT.get(a.field, a.field)
+        for a in workload.pod_adds
+    ]
+    return ",".join(parts) or "-"
+
+
+def _names(report: Report) -> dict[int, str]:
+    """id(workload) -> `Kind/name`, with ` (file)` where another file has the same namespace, kind, name."""
+    seen = Counter((w.namespace, w.kind, w.name) for w in report.workloads)
+    twice = {id(w) for w in report.workloads if w.source and seen[w.namespace, w.kind, w.name] > 1}
+    return {id(w): f"{w.kind}/{w.name}" + (f" ({w.source})" if id(w) in twice else "")
+            for w in report.workloads}
 
 
 def _confidence(container: ContainerReport) -> str:
@@ -77,26 +98,33 @@ def _rows(report: Report, *, wide: bool) -> tuple[list[Column], list[list[str]]]
             Column("TRAFFIC PATH", drop=8, cut=True),
         ]
     rows = []
+    names = _names(report)
     for workload in report.workloads:
         mode = workload.mode + ("*" if workload.assumed else "")
-        for index, container in enumerate(workload.containers):
-            cells = [workload.namespace, f"{workload.kind}/{workload.name}", container.name]
+        for container in workload.containers:
+            cells = [workload.namespace, names[id(workload)], container.name]
             if wide:
                 cells += [str(workload.replicas), mode]
             cells += [
                 _cell(container, "requests.cpu"),
                 _cell(container, "requests.memory"),
                 container.origins,
-                _adds(container, workload, index == 0),
+                _adds(container),
             ]
             if wide:
                 cells += [
                     _cell(container, "limits.cpu"),
                     _cell(container, "limits.memory"),
                     _confidence(container),
-                    "; ".join([*container.warnings, *(workload.warnings if index == 0 else ())]) or "-",
+                    "; ".join(container.warnings) or "-",
                     container.traffic_path or "-",
                 ]
+            rows.append(cells)
+        if workload.pod_adds or (wide and workload.warnings):
+            cells = [workload.namespace, names[id(workload)], POD_ROW]
+            cells += [str(workload.replicas), mode] if wide else []
+            cells += ["", "", "", _pod_adds(workload)]
+            cells += ["", "", "", "; ".join(workload.warnings) or "-", ""] if wide else []
             rows.append(cells)
     return columns, rows
 

@@ -76,7 +76,7 @@ def assemble(
     policies: Mapping[str, str] | None = None,
 ) -> Report:
     """The whole report: workloads sorted as kubectl lists them (namespace, kind, name), with totals."""
-    ordered = tuple(sorted(workloads, key=lambda w: (w.namespace, w.kind, w.name)))
+    ordered = tuple(sorted(workloads, key=lambda w: (w.namespace, w.kind, w.name, w.source)))
     by_namespace: dict[str, list[WorkloadReport]] = defaultdict(list)
     for workload in ordered:
         by_namespace[workload.namespace].append(workload)
