@@ -157,7 +157,7 @@ class TestNodeFit:
         decision, result = run(own, using=BIG, facts=facts([node("a", cpu="1930m")]))
         assert requested(result) == "3"
         assert not decision.caps
-        assert any("even without pod-tailor's values" in w for w in decision.warnings)
+        assert any("even without pod-tailor" in w for w in decision.warnings)
 
     def test_the_start_up_boost_stays_on_the_node(self) -> None:
         boosting = policy("resources:\n  cpu: {request: '1'}\nstartupBoost: {enabled: true, source: factor}",

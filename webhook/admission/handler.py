@@ -136,6 +136,7 @@ def _describe(exc: BaseException) -> str:
 
 MIN_ANSWER_LIMIT = 16 * 1024
 _ENFORCED = (Outcome.PATCHED, Outcome.UNCHANGED)  # the Pod is created as decided: it charges its quotas
+_ZERO = Decimal(0)
 
 
 def answer_limit(request_bytes: int) -> int:
@@ -183,6 +184,37 @@ def _answer(review: Review | Peek, found: Verdict, *, request_bytes: int) -> Ans
     )
 
 
+def _still_fits(
+    found: Verdict, review: Peek, *, cluster: ClusterSnapshot, ledger: QuotaLedger | None
+) -> bool:
+    """Whether a cached verdict holds for this replica too; records its charges when it does.
+
+    Outside a namespace with quotas, always. Within one, the decision depends on the room the Pods
+    admitted just before left: a verdict no quota lowered holds while its charges still fit (the
+    same inputs with that room decide the same values), and one a quota lowered is decided again.
+    """
+    quotas = cluster.quotas.get(review.namespace) if ledger is not None else None
+    if not quotas or ledger is None:
+        return True
+    if "quota" in found.capped:
+        return False
+    pending = ledger.pending(review.namespace, quotas)
+    for quota in quotas:
+        charged = found.charges.get(quota.name)
+        if not charged:
+            continue
+        waiting = pending.get(quota.name) or {}
+        for resource, amount in charged.items():
+            hard = quota.hard.get(resource)
+            if hard is None:
+                continue
+            if amount > hard - quota.used.get(resource, _ZERO) - waiting.get(resource, _ZERO):
+                return False
+    if not review.dry_run and found.outcome in _ENFORCED:
+        ledger.record(review.namespace, found.charges)
+    return True
+
+
 def admit(
     body: bytes,
     *,
@@ -199,16 +231,14 @@ def admit(
     they hold every field `pod_problem`, the engine and `check_patch` read (the patch's parents are
     inputs, kept with their presence), so the full parse is only for everything else. In a namespace
     with ResourceQuotas, `ledger` supplies what the Pods admitted just before charge them, and learns
-    what this one charges: such a decision depends on the Pods before it, so it is never cached.
+    what this one charges: a cached verdict is reused there only while its charges fit (`_still_fits`).
     """
     key = None
     peeked = peek_review(body, cluster=cluster) if cache is not None else None
-    if ledger is not None and peeked is not None and cluster.quotas.get(peeked.namespace):
-        cache = None
     if cache is not None and peeked is not None:
         key = cache.key(peeked.namespace, peeked.key, cluster=cluster, profiles=profiles)
         cached = cache.get(key)
-        if cached is not None:
+        if cached is not None and _still_fits(cached, peeked, cluster=cluster, ledger=ledger):
             # A replica with these inputs was decided against these snapshots. Only valid Pods are
             # cached, and the inputs hold every field `pod_problem` reads, so this Pod is valid too.
             return _answer(peeked, cached, request_bytes=len(body))

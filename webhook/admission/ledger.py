@@ -31,7 +31,8 @@ _Charges = Mapping[str, Decimal]
 
 
 class QuotaLedger:
-    """Per namespace and quota: the recent Pods' charges, and when each quota's status last changed."""
+    """Per namespace and quota: the recent Pods' charges (and their running sum), and when each quota's
+    status last changed."""
 
     def __init__(
         self,
@@ -43,6 +44,7 @@ class QuotaLedger:
     ) -> None:
         self.settle, self.ttl, self.max_entries, self._clock = settle, ttl, max_entries, clock
         self._entries: dict[tuple[str, str], deque[tuple[float, _Charges]]] = {}
+        self._totals: dict[tuple[str, str], dict[str, Decimal]] = {}
         self._versions: dict[tuple[str, str], tuple[str, float]] = {}  # version, when first seen
 
     def __len__(self) -> int:
@@ -60,22 +62,27 @@ class QuotaLedger:
             entries = self._entries.get(key)
             if not entries:
                 continue
-            changed_at = seen[1]
+            changed_at, total = seen[1], self._totals[key]
             while entries and (entries[0][0] + self.settle <= changed_at or entries[0][0] + self.ttl <= now):
-                entries.popleft()
-            total: dict[str, Decimal] = {}
-            for _at, charges in entries:
-                for name, amount in charges.items():
-                    total[name] = total.get(name, Decimal(0)) + amount
-            if total:
-                found[quota.name] = total
+                self._take(total, entries.popleft()[1])
+            if entries:
+                found[quota.name] = dict(total)
         return found
 
     def record(self, namespace: str, charges: Mapping[str, _Charges]) -> None:
         """Remember what a just-admitted Pod charges each quota that counts it."""
         now = self._clock()
         for name, amounts in charges.items():
-            entries = self._entries.setdefault((namespace, name), deque())
+            key = (namespace, name)
+            entries = self._entries.setdefault(key, deque())
+            total = self._totals.setdefault(key, {})
             entries.append((now, amounts))
+            for resource, amount in amounts.items():
+                total[resource] = total.get(resource, Decimal(0)) + amount
             if len(entries) > self.max_entries:
-                entries.popleft()
+                self._take(total, entries.popleft()[1])
+
+    @staticmethod
+    def _take(total: dict[str, Decimal], charges: _Charges) -> None:
+        for resource, amount in charges.items():
+            total[resource] -= amount

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from enum import StrEnum
 
 from webhook.admission.budget import fit_audit, fit_warnings
@@ -41,6 +42,7 @@ class Verdict:
     workload: str | None = None
     policy: str | None = None
     capped: tuple[str, ...] = ()  # the rules that lowered a value ("fit", "quota"), for metrics
+    charges: Mapping[str, Mapping[str, Decimal]] = field(default_factory=dict)  # Decision.charges
     # Derived once per verdict (a cached verdict answers every replica of a template):
     # (field kind, source kind, count), for metrics
     injection_counts: tuple[tuple[str, str, int], ...] = field(init=False)
@@ -107,10 +109,11 @@ def verdict(settings: NamespaceSettings, decision: Decision) -> Verdict:
             workload=workload,
             policy=policy,
             capped=_capped(decision),
+            charges=decision.charges,
         )
     if not decision.ops:
         return Verdict(Outcome.UNCHANGED, warnings=fit_warnings(notes), workload=workload, policy=policy,
-                       capped=_capped(decision))
+                       capped=_capped(decision), charges=decision.charges)
     audit = fit_audit({"mode": "enforce", "policy": decision.policy, "injected": _would(decision)})
     return Verdict(
         Outcome.PATCHED,
@@ -121,4 +124,5 @@ def verdict(settings: NamespaceSettings, decision: Decision) -> Verdict:
         workload=workload,
         policy=policy,
         capped=_capped(decision),
+        charges=decision.charges,
     )

@@ -83,8 +83,8 @@ def fit_pod(
     if not shapes:
         if facts.nodes.count:
             warnings.append(
-                "no known node matches the Pod's nodeSelector, affinity and tolerations; requests not "
-                "held to a node (a cluster autoscaler may add one)"
+                "no known node matches the Pod's selector and tolerations; requests kept (an autoscaler "
+                "may add one)"
             )
         return FitOutcome(warnings=tuple(warnings))
     need = totals(as_created(pod, injections))
@@ -105,7 +105,7 @@ def fit_pod(
             if done.short > 0:
                 warnings.append(
                     f"requests {resource} {render(resource, wanted)} exceed the {what} "
-                    f"({render(resource, have)}) even without pod-tailor's values"
+                    f"({render(resource, have)}) even without pod-tailor"
                 )
         need = totals(as_created(pod, injections))
         chosen = node

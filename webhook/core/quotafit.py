@@ -119,9 +119,8 @@ def quota_pod(
             caps = [cap for cap in caps if cap.field != key]
             caps += unset(pod, field=key, injections=injections, patch=patch, rule="quota", reason=reason)
             warnings.append(
-                f"ResourceQuota {name}: {key} {render(resource, used)} over the "
-                f"{render(resource, max(allowed, Decimal(0)))} left even at the policy minimum; "
-                "pod-tailor's values left out"
+                f"ResourceQuota {name} is full for {key} ({render(resource, max(allowed, Decimal(0)))} "
+                "left): pod-tailor's values left out"
             )
     after = totals(as_created(pod, injections))
     return QuotaOutcome(
