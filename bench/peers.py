@@ -1,7 +1,10 @@
 """pod-tailor and KRR side by side on the same Prometheus data, each from a fresh Prometheus start.
 
-    .venv/bin/python bench/peers.py --keep /tmp/peers60 --resolution 60 --workloads 500 --days 7
-    .venv/bin/python bench/peers.py --keep /tmp/peers300 --resolution 300 --workloads 500 --days 14
+    PYTHONPATH=. .venv/bin/python bench/peers.py --keep /tmp/peers60 --resolution 60 --workloads 500 --days 7
+    PYTHONPATH=. .venv/bin/python bench/peers.py --keep /tmp/peers300 --resolution 300 --workloads 200 \
+        --days 14 --window-days 7
+
+(`--prepare` only makes the history, so that the measured runs can come later on a quieter machine.)
 
 Generates (or reuses, with `--keep`) the history of `bench/peerdata.py`, backfills it with promtool,
 installs KRR (robusta-dev/krr, `krr simple`) into a bench-only virtualenv outside the repository from
@@ -12,10 +15,12 @@ Prometheus answered, and Prometheus' heap peak (RssAnon sampled every 0.1 s: VmH
 file pages of every block a reader touches, which are the page cache's, not the heap's).
 
 Then per container, from raw `query_range` answers (every point of every Pod's rate at the build's
-step and rate window, on the subquery's grid): the exact pooled percentile and the exact largest
-per-Pod percentile, at pod-tailor's resolution and at KRR's; against them pod-tailor's stored value
-(exactness, the issue's 1 % / 2 % goal) and KRR's value, the difference decomposed into window
-(rate window and step), aggregation (pooled or max per Pod) and approximation.
+step and rate window, on the subquery's grid; every container of `--compare N` workloads drawn at
+random with seed 28, or of all of them with `--compare 0`: reading every point takes long): the
+exact pooled percentile and the exact largest per-Pod percentile, at pod-tailor's resolution and at
+KRR's; against them pod-tailor's stored value (exactness, the issue's 1 % / 2 % goal) and KRR's
+value, the difference decomposed into window (rate window and step), aggregation (pooled or max per
+Pod) and approximation.
 
 KRR's defaults are kept (a 75 s step and rate window) except where they cannot read the data: at a
 scrape interval over 37 s a 75 s window holds one sample for most steps and `rate()` returns nothing,

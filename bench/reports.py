@@ -91,6 +91,7 @@ def main() -> int:
     parser.add_argument("--rest", type=float, default=180.0, help="seconds at rest to count writes over")
     parser.add_argument("--rate", type=float, default=500.0, help="the controller's --max-writes-per-second")
     parser.add_argument("--port", type=int, default=18093, help="the controller's --metrics-port")
+    parser.add_argument("--log", help="write the controller's log to this file")
     args = parser.parse_args()
     with FakeKube(token="", garbage_collection=True) as kube, tempfile.TemporaryDirectory() as tmp:
         kube.serve_version(1, 33)
@@ -106,7 +107,8 @@ def main() -> int:
                    "--max-writes-per-second", str(args.rate), "--burst", str(int(args.rate)),
                    "--metrics-port", str(args.port)]  # fmt: skip
         started = time.monotonic()
-        process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        log = open(args.log, "w") if args.log else subprocess.DEVNULL  # noqa: SIM115
+        process = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=log)
         try:
             wait(lambda: applied(kube) >= args.workloads, timeout=3600, what="every Report")
             first = time.monotonic() - started

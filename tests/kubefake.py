@@ -324,6 +324,7 @@ class FakeKube:
         self._server: ThreadingHTTPServer | None = None
         self._paused: list[_Event] | None = None  # events held back from the watches (see `lagging`)
         self._schemas: dict[tuple[str, str], Obj] = {}  # (prefix, plural) -> a CRD's openAPIV3Schema
+        self._validators: dict[tuple[str, str], Any] = {}  # made from the schemas when first needed
         # (prefix, plural, namespace, name) -> field path -> (manager, operation): server-side apply's
         # ownership, kept for objects written by an apply at least once.
         self._owners: dict[tuple[str, str, str, str], dict[tuple[str, ...], tuple[str, str]]] = {}
@@ -380,6 +381,7 @@ class FakeKube:
             installed.append(self.register(prefix, names["plural"], names["kind"], namespaced=namespaced))
             schema = (version.get("schema") or {}).get("openAPIV3Schema")
             with self._cond:
+                self._validators.pop((prefix, names["plural"]), None)
                 if schema:
                     self._schemas[(prefix, names["plural"])] = copy.deepcopy(schema)
         return installed
@@ -586,9 +588,13 @@ class FakeKube:
         schema = self._schemas.get((resource.prefix, resource.plural))
         if schema is None:
             return None
-        import jsonschema  # type: ignore[import-untyped]
+        validator = self._validators.get((resource.prefix, resource.plural))
+        if validator is None:
+            import jsonschema  # type: ignore[import-untyped]
 
-        errors = sorted(jsonschema.Draft7Validator(schema).iter_errors(obj), key=lambda e: list(e.path))
+            validator = jsonschema.Draft7Validator(schema)
+            self._validators[(resource.prefix, resource.plural)] = validator
+        errors = sorted(validator.iter_errors(obj), key=lambda e: list(e.path))
         if not errors:
             return None
         parts = (str(p) if isinstance(p, str) else f"[{p}]" for p in errors[0].path)
@@ -919,6 +925,16 @@ def _field_namespace(query: dict[str, list[str]]) -> str | None:
     return None
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that drops its connection (a pool closing an idle one) is not an error to print."""
+        import sys
+
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
 def _manager(query: dict[str, list[str]]) -> str:
     """The field manager of a non-apply write: `fieldManager`, else what the server derives (a name)."""
     return query.get("fieldManager", [""])[0] or "unknown"
@@ -941,6 +957,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         return
+
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body go out as two writes: without this, Nagle's algorithm holds the body until the
+        # client's delayed ACK (40 ms on Linux) on every request that follows another on the connection.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     # -- plumbing --------------------------------------------------------------------------------
     def _send_json(self, code: int, body: Obj, *, warnings: list[str] = ()) -> None:  # type: ignore[assignment]

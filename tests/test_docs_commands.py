@@ -61,6 +61,10 @@ EXERCISED: dict[tuple[str, str], str] = {
         "tests/test_docs_commands.py::test_a_synopsis_names_only_options_the_verb_has"
     ),
     ("preview.md", r"pod-tailor preview -f web\.yaml .*"): GENERATED,
+    ("preview.md", r"pod-tailor preview -f app(/deploy\.yaml)? \| grep .*"): GENERATED,
+    ("preview.md", r"pod-tailor preview -f app/ -R \| kubectl (diff|apply) -f -"): (
+        "tests/cli/test_preview_inputs.py::TestTheOutputPipesIntoKubectl"
+    ),
     ("preview.md", r"kubectl pod-tailor preview -f deploy\.yaml -n (prod|shop)"): PLUGIN
     + "TestAgainstACluster",
     ("preview.md", r"kubectl pod-tailor preview -f deploy\.yaml"): PLUGIN

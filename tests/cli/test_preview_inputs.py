@@ -6,16 +6,22 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
 import pytest
 import yaml
+from kubefake import FakeKube
 
-from tests.cli.test_first_hour import BROKEN, run
+from tests.cli.test_first_hour import BROKEN, ROOT, run
+from tests.cluster.helpers import usable_kubectl
 from webhook.core.pod import INJECTED_ANNOTATION
 from webhook.profiles.store import FileStore, ProfileDocument
+
+EXAMPLES = ROOT / "docs" / "examples"
 
 
 def deployment(name: str, *, port: int = 8080) -> dict[str, Any]:
@@ -240,7 +246,7 @@ class TestTheReportReadsTheSameInputs:
         rows = [line.split() for line in out.split("\n\n")[0].splitlines()[1:]]
         assert code == 0, err
         assert [row[2] for row in rows] == ["migrate", "app", "(pod)"]
-        assert [row[-1] for row in rows] == ["-", "readiness,startup,preStop=5s", "grace=35s"]
+        assert [row[-1] for row in rows] == ["-", "readiness,preStop=5s", "grace=35s"]
 
     def test_same_named_workloads_of_two_files_stay_two_rows_named_by_file(
         self, capsys: pytest.CaptureFixture[str], tmp_path: Path
@@ -275,3 +281,47 @@ class TestTheReportReadsTheSameInputs:
         (pre_stop,) = [a for a in web["containers"][0]["adds"] if a["field"] == "preStop"]
         assert code == 0, err
         assert pre_stop["source"].startswith(path)
+
+
+class TestTheOutputPipesIntoKubectl:
+    """`pod-tailor preview -f app | kubectl diff -f -` and `| kubectl apply -f -`, with the real kubectl
+    against the shared fake API server (which serves no OpenAPI: --validate=false)."""
+
+    @pytest.fixture
+    def kubectl(self) -> str:
+        found = usable_kubectl()
+        if found is None:
+            pytest.skip("needs kubectl 1.27+ on PATH")
+        return found
+
+    def test_diff_then_apply_creates_every_document_tailored_and_a_second_diff_is_empty(
+        self, kubectl: str, tmp_path: Path
+    ) -> None:
+        shown = subprocess.run(
+            [sys.executable, "-m", "webhook", "preview", "-f", str(EXAMPLES / "app")],
+            capture_output=True, text=True, timeout=120, check=True, cwd=ROOT,
+        ).stdout
+        with FakeKube(token="") as kube:
+            kube.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})
+            config = str(kube.write_kubeconfig(tmp_path / "kubeconfig"))
+
+            def kubectl_with(*verb: str) -> subprocess.CompletedProcess[str]:
+                return subprocess.run(
+                    [kubectl, "--kubeconfig", config, *verb, "-f", "-"],
+                    input=shown, capture_output=True, text=True, timeout=120,
+                )
+
+            assert kubectl_with("diff").returncode == 1  # 1: there are differences (all new)
+            applied = kubectl_with("apply", "--validate=false")
+            assert applied.returncode == 0, applied.stderr
+            assert applied.stdout.splitlines() == [
+                "deployment.apps/web created", "configmap/web-settings created", "service/web created"
+            ]
+            deployment = kube.get("deployments", "web", namespace="default")
+            assert deployment is not None
+            (app,) = deployment["spec"]["template"]["spec"]["containers"]
+            assert app["lifecycle"]["preStop"] == {"sleep": {"seconds": 5}}
+            assert kube.get("services", "web", namespace="default") is not None
+            assert kube.get("configmaps", "web-settings", namespace="default") is not None
+            again = kubectl_with("diff")
+            assert (again.returncode, again.stdout) == (0, "")

@@ -12,6 +12,8 @@ from tests.engine.test_resources import recommendation
 from webhook.core.facts import ClusterFacts
 from webhook.core.pod import INJECTED_ANNOTATION, PROBE_PATH_ANNOTATION
 
+LIVE = policy("probes:\n  liveness: {enabled: true}", name="live")
+
 TCP_8080 = {"tcpSocket": {"port": 8080}}
 
 
@@ -68,13 +70,35 @@ class TestProbeShape:
         _, result = run(pod(container(ports=ports)))
         assert first(result)["readinessProbe"]["tcpSocket"] == {"port": expected_port}
 
-    def test_readiness_and_startup_are_added_and_liveness_only_when_the_policy_enables_it(self) -> None:
+    def test_readiness_is_added_and_liveness_only_when_the_policy_enables_it(self) -> None:
         _, plain = run(pod(container()))
-        _, live = run(pod(container()), using=policy("probes:\n  liveness: {enabled: true}"))
-        assert {"readinessProbe", "startupProbe"} <= set(first(plain))
+        _, live = run(pod(container()), using=LIVE)
+        assert "readinessProbe" in first(plain)
         assert "livenessProbe" not in first(plain)
         assert first(live)["livenessProbe"]["successThreshold"] == 1
-        assert first(plain)["startupProbe"]["successThreshold"] == 1
+        assert first(live)["startupProbe"]["successThreshold"] == 1
+
+    @pytest.mark.parametrize(
+        ("subject", "using", "startup"),
+        [
+            pytest.param(pod(container()), None, False, id="no liveness anywhere: no startup probe"),
+            pytest.param(pod(container()), "live", True, id="the policy's liveness: startup beside it"),
+            pytest.param(
+                pod(container(livenessProbe={"tcpSocket": {"port": 8080}, "periodSeconds": 10})), None, True,
+                id="the author's liveness: startup beside it",
+            ),
+            pytest.param(
+                pod(container(readinessProbe={"httpGet": {"path": "/ready", "port": 8080}})), None, False,
+                id="the author's readiness only: no startup probe",
+            ),
+        ],
+    )
+    def test_a_startup_probe_is_added_only_beside_a_liveness_probe(
+        self, subject: dict[str, Any], using: str | None, startup: bool
+    ) -> None:
+        """A startup probe holds liveness back; with no liveness it would only add a kill after 300 s."""
+        _, result = run(subject, using=LIVE if using else policy())
+        assert ("startupProbe" in first(result)) is startup
 
     def test_a_probe_path_from_the_pod_annotation_makes_http_probes(self) -> None:
         _, result = run(pod(container(), annotations={PROBE_PATH_ANNOTATION: "/healthz"}))
@@ -107,7 +131,7 @@ class TestProbeShape:
 
     def test_the_startup_budget_covers_twice_the_observed_start_up(self) -> None:
         profile = recommendation(startup_cpu=Decimal(2), startup_seconds=400)
-        _, result = run(pod(container()), profiles={"app": profile})
+        _, result = run(pod(container()), profiles={"app": profile}, using=LIVE)
         startup = first(result)["startupProbe"]
         assert startup["periodSeconds"] * startup["failureThreshold"] >= 800
 

@@ -25,7 +25,16 @@ class TestAGuessedRequestGetsNoLimit:
         ("requests", "profiles", "expected_limits"),
         [
             pytest.param(None, {}, {}, id="policy guess for both: no limit at all"),
-            pytest.param({"memory": "1Gi"}, {}, {"memory": "2Gi"}, id="a person's memory request: 2x limit"),
+            pytest.param({"memory": "1Gi"}, {}, {}, id="a person's memory request alone: no limit"),
+            pytest.param({"memory": "0"}, {}, {}, id="a person's zero request: never a zero limit"),
+            pytest.param(
+                {"memory": "0"}, {"app": recommendation()}, {"memory": "600Mi"},
+                id="a person's zero request with history: the limit from history's value",
+            ),
+            pytest.param(
+                {"memory": "1Gi"}, {"app": recommendation()}, {"memory": "2Gi"},
+                id="a person's request with history: the limit from the larger",
+            ),
             pytest.param(
                 None,
                 {"app": recommendation()},
@@ -60,12 +69,23 @@ class TestAGuessedRequestGetsNoLimit:
         _, again = run(once)
         assert again == once
 
-    def test_a_persons_request_in_another_container_still_gets_its_limit(self) -> None:
+    def test_a_persons_request_in_another_container_gets_no_limit_either(self) -> None:
         subject = pod(container("app"), container("sidecar", ports=(), requests={"memory": "64Mi"}))
         _, result = run(subject)
         sidecar = result["spec"]["containers"][1]
-        assert sidecar["resources"]["limits"] == {"memory": "128Mi"}
+        assert "limits" not in sidecar["resources"]
         assert "limits" not in first(result)["resources"]
+
+    def test_limit_without_history_true_derives_a_limit_from_a_persons_request(self) -> None:
+        _, result = run(pod(container(requests={"memory": "64Mi"})), using=GUESSED_LIMITS)
+        assert first(result)["resources"]["limits"] == {"memory": "128Mi"}
+
+    @pytest.mark.parametrize("using", [None, GUESSED_LIMITS], ids=["bundled", "limitWithoutHistory"])
+    def test_a_zero_request_never_leads_to_a_zero_limit(self, using: Any) -> None:
+        _, result = run(pod(container(requests={"cpu": "0", "memory": "0"})),
+                        **({"using": using} if using else {}))  # fmt: skip
+        for value in first(result)["resources"].get("limits", {}).values():
+            assert value not in ("0", 0)
 
 
 class TestTheQosClassIsSaid:

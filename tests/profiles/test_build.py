@@ -201,7 +201,9 @@ def test_a_build_cut_into_slices_from_the_start_agrees(history: History, built: 
     prom = Prometheus(history.prometheus.url)
     sliced = build_profiles(prom, test_settings(namespaces=("shop",), slices=3), end=scenarios.END)
     prom.close()
-    assert sliced.queries == built.queries + 4  # two more slices of the two big queries
+    # Two more slices of the two big queries; the top fetch's batches follow the floors, which the
+    # slices' merged estimates move a little: a band or two either way (two queries each).
+    assert abs(sliced.queries - (built.queries + 4)) <= 4
     assert_agrees(sliced, built, hours_within=0.2)
 
 

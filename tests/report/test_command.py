@@ -72,7 +72,7 @@ class TestFormats:
         assert app["current"] == {"requests": {}, "limits": {}}
         assert app["recommended"] == {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {}}
         assert app["sources"]["requests.cpu"] == {"from": "policy", "detail": 'from policy "default"'}
-        assert [a["field"] for a in app["adds"]] == ["readinessProbe", "startupProbe", "preStop"]
+        assert [a["field"] for a in app["adds"]] == ["readinessProbe", "preStop"]
         assert web["pod"]["adds"][0]["field"] == "terminationGracePeriodSeconds"
         assert document["totals"]["cluster"]["requests"] == {
             "now": {"cpu": "1", "memory": "2Gi"},

@@ -18,7 +18,8 @@ from webhook.report.pipeline import build_report
 FLEET = [
     # 3 replicas, nothing set: the policy's 100m/256Mi, probes, preStop and a grace period.
     workload("Deployment", "web", container("app", port=80), replicas=3),
-    # 2 replicas, requests and a readiness probe set by the author: a memory limit, startup, preStop.
+    # 2 replicas, requests and a readiness probe set by the author: preStop and a grace period only (no
+    # limit from the author's requests alone, no startup probe without liveness).
     workload(
         "StatefulSet",
         "db",
@@ -30,7 +31,7 @@ FLEET = [
         ),
         replicas=2,
     ),
-    # A batch container: no probes, no preStop; only a memory limit from the policy.
+    # A batch container with the author's requests: no probes, no preStop, no limit without history.
     workload(
         "CronJob",
         "nightly",
@@ -79,8 +80,8 @@ class TestTotalsOfAKnownFleet:
         ),
         [
             ("shop", 3, 2, 9, ("1.8", "2.1"), ("2Gi+512Mi", "2Gi+512Mi+768Mi"), (1, 0), 2, (1, 0), (2, 0)),
-            ("batch", 1, 1, 1, ("1", "1"), ("512Mi", "512Mi"), (0, 0), 0, (0, 0), (0, 0)),
-            ("cluster", 4, 3, 10, ("2.8", "3.1"), ("3Gi", "3Gi+768Mi"), (1, 0), 2, (1, 0), (2, 0)),
+            ("batch", 1, 0, 1, ("1", "1"), ("512Mi", "512Mi"), (0, 0), 0, (0, 0), (0, 0)),
+            ("cluster", 4, 2, 10, ("2.8", "3.1"), ("3Gi", "3Gi+768Mi"), (1, 0), 2, (1, 0), (2, 0)),
         ],
     )
     def test_requests_and_gaps_now_and_after(
@@ -111,16 +112,15 @@ class TestTotalsOfAKnownFleet:
         )
 
     def test_limits_are_summed_per_running_pod(self, report: Report) -> None:
-        # db 2 x 2Gi + agent 4 x 128Mi after (web's requests are the policy's guess: no limit from them);
-        # agent's 4 x 128Mi before.
-        assert report.namespaces["shop"].limits_after["memory"] == parse("4Gi") + parse("512Mi")
+        # agent 4 x 128Mi before and after: web's requests are the policy's guess and db's the author's
+        # without history, so no limit is derived from either.
+        assert report.namespaces["shop"].limits_after["memory"] == parse("512Mi")
         assert report.namespaces["shop"].limits_now["memory"] == parse("512Mi")
 
     def test_every_recommended_value_is_counted_by_origin(self, report: Report) -> None:
         # requests: web 2 policy, db 2 author, nightly 2 author, agent 2 author (= limits);
-        # limits: db/nightly memory from the policy's ratio over the author's requests (web's requests
-        # are a guess: no limit), agent's two by the author.
-        assert report.cluster.origins == {"policy": 4, "author": 8}
+        # limits: agent's two by the author; none derived (no history behind any request).
+        assert report.cluster.origins == {"policy": 2, "author": 8}
 
     def test_a_workload_whose_limits_become_its_requests_does_not_change(self, report: Report) -> None:
         (agent,) = [w for w in report.workloads if w.name == "agent"]

@@ -10,6 +10,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.report.fleet import container, namespace, recommendation, resources, workload
 from webhook.config.policies import bundled_policies
@@ -154,3 +156,38 @@ class TestRules:
         built = report_for(workload(kind, "web", container(port=8080)))
         assert built["scope"]["kind"] == kind
         assert built["summary"]["warn"] > 0
+
+
+class TestProperties:
+    @settings(max_examples=40, deadline=None)
+    @given(
+        containers=st.lists(
+            st.tuples(st.booleans(), st.sampled_from([None, "50m", "200m", "200"]), st.booleans()),
+            min_size=1, max_size=3,
+        ),
+        kind=st.sampled_from(["Deployment", "StatefulSet", "DaemonSet", "CronJob"]),
+        mode=st.sampled_from(["dry-run", "enforce"]),
+        skip=st.booleans(),
+    )  # fmt: skip
+    def test_every_report_is_valid_complete_and_summed(
+        self, containers: list[tuple[bool, str | None, bool]], kind: str, mode: str, skip: bool
+    ) -> None:
+        bodies = [
+            container(f"c{i}", port=8080 + i if port else None,
+                      **({"resources": resources({"cpu": cpu}, {"memory": "64Mi"} if limit else None)}
+                         if cpu else {}))
+            for i, (port, cpu, limit) in enumerate(containers)
+        ]  # fmt: skip
+        obj = workload(kind, "web", *bodies)
+        if skip:
+            spec = obj["spec"]["jobTemplate"]["spec"] if kind == "CronJob" else obj["spec"]
+            spec["template"]["metadata"]["labels"]["pod-tailor.io/skip"] = "true"
+        built = report_for(obj, mode=mode)  # validated against the CRD schema, closed
+        for name in (f"c{i}" for i in range(len(containers))):
+            rules = sorted(r["rule"] for r in built["results"] if r["properties"]["container"] == name)
+            assert rules == sorted(rule for rule in RULES if rule != "grace")
+        assert sum(built["summary"].values()) == len(built["results"])
+        for state, count in built["summary"].items():
+            assert count == sum(1 for r in built["results"] if r["result"] == state)
+        if skip:
+            assert {r["result"] for r in built["results"]} == {"skip"}

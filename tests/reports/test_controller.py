@@ -319,3 +319,12 @@ class TestLeaderChange:
             replicas[other].passes()
             assert len(applies(fake)) == 2
             electors[other].stop()
+
+
+def test_the_result_gauges_use_policy_reporters_label_names() -> None:
+    """policy_report_result and policy_report_summary label results so; dashboards carry over."""
+    metrics = ReportMetrics()
+    assert set(metrics.results._labelnames) <= {"namespace", "policy", "rule", "status", "source", "kind",
+                                               "name", "severity", "category", "report"}  # fmt: skip
+    assert {"policy", "rule", "status", "source"} <= set(metrics.results._labelnames)
+    assert set(metrics.summary._labelnames) == {"namespace", "source", "status"}

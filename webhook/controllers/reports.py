@@ -309,6 +309,7 @@ class ReportsController:
             self.custom.patch_namespaced_custom_object(
                 GROUP, VERSION, meta["namespace"], PLURAL, meta["name"], report, field_manager=FIELD_MANAGER,
                 force=True, _content_type="application/apply-patch+yaml", _request_timeout=(5, 30),
+                _preload_content=False,
             )  # fmt: skip
         except ApiException as exc:
             outcome = {409: "conflict", 404: "gone", 422: "invalid"}.get(exc.status, "error")

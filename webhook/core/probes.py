@@ -66,12 +66,18 @@ def probe_container(
     profile: ContainerProfile | None,
     patch: PatchBuilder,
     targeted: frozenset[int | str] = frozenset(),
+    served: int | None = None,
 ) -> list[Injection]:
     """Add each enabled probe the container lacks; nothing for containers without a TCP port.
 
     `targeted`: the container ports (numbers or names) the Pod's Services send to, preferred.
+    `served`: the port a selecting Service sends to this container (`webhook.core.serving`), probed
+    when the container declares no TCP port. A startup probe only beside a liveness probe (the
+    author's or the policy's): it exists to hold liveness back; alone it only adds a kill.
     """
     port = serving_port(ref.body, targeted)
+    if port is None and served is not None:  # traffic comes to a port the container does not declare
+        port = {"containerPort": served}
     if port is None:
         return []
     number = int(port["containerPort"])
@@ -81,7 +87,7 @@ def probe_container(
     passed_over = [
         f"{other['name']} :{other['containerPort']}"
         for other in ref.body.get("ports") or ()
-        if isinstance(other, dict) and other is not port and is_side_port(other)
+        if isinstance(other, dict) and other.get("containerPort") != number and is_side_port(other)
     ]
     if passed_over and reads.startswith(("tcp", "http")):
         why += f" (not {', '.join(passed_over[:3])})"
@@ -90,10 +96,11 @@ def probe_container(
         why = why.replace("serving port", "the port the Service sends to", 1)
     injections = []
     rec = usable_recommendation(profile, policy)
+    liveness = policy.liveness.enabled or ref.body.get("livenessProbe") is not None
     for kind in _KINDS:
         shape: ProbeShape = getattr(policy, kind)
         field = f"{kind}Probe"
-        if not shape.enabled or ref.body.get(field) is not None:
+        if not shape.enabled or ref.body.get(field) is not None or (kind == "startup" and not liveness):
             continue
         threshold, budget_note = None, ""
         if kind == "startup" and rec is not None and rec.startup_seconds:

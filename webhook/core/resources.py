@@ -180,8 +180,13 @@ def size_container(
         )
         if not request_is_ours and not limit_is_ours:
             continue
+        evidence = usable_recommendation(profile, policy) is not None and resource in ("cpu", "memory")
+        # A limit only from evidence: a request history measured, or history beside a person's request;
+        # a person's request alone is no evidence of what the container needs at most (VPA, KRR).
         guessed = not rules.limit_without_history and (
-            (request_is_ours and not candidate.from_profile) or (ref.name, resource) in guessed_before
+            (request_is_ours and not candidate.from_profile)
+            or (not request_is_ours and not evidence)
+            or (ref.name, resource) in guessed_before
         )
         no_limit_note = ""
         if guessed and limit_is_ours and rules.limit is not LimitMode.NONE:
@@ -201,11 +206,20 @@ def size_container(
                 f"{ref.name}: {resource} request capped at its limit {render(resource, fixed_limit)}"
             )
             new_request, request_note = fixed_limit, f"{request_note}; capped at limit"
+        # Beside a person's request, history's own value counts when it is the larger (never a limit
+        # below what the container was seen to use).
+        limit_base = new_request
+        if not request_is_ours and candidate.from_profile and candidate.value > limit_base:
+            limit_base = candidate.value
         new_limit, limit_note = (
-            _bounded_limit(resource, new_request, rules=rules, bounds=bounds, profile=profile, policy=policy)
+            _bounded_limit(resource, limit_base, rules=rules, bounds=bounds, profile=profile, policy=policy)
             if limit_is_ours
             else (None, "")
         )
+        if new_limit is not None and limit_base > new_request:
+            limit_note += f"; from history's {render(resource, limit_base)}, above the request"
+        if new_limit is not None and new_limit <= 0:
+            new_limit = None  # a zero request (a person's) never becomes a zero limit
         if hold is not None and new_limit is not None:
             # The request is not history's, but a limit below what history saw would kill or throttle.
             need = _need(resource, profile, policy)

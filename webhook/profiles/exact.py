@@ -12,10 +12,11 @@ floor (`Outcome.refetched` counts them): the answer is exact by construction wha
 floor only sets how much comes back.
 
 Batches group pools of alike floors (bands `_BAND` apart on a log scale, never two in a batch; within
-a band, by container name, so one selector of namespaces x Pods x containers picks few other series)
-under the build's budget of materialised points (`resolution.points`: a subquery's steps or a range's
-raw samples) and its query-text limit; a batch takes its pools' lowest floor. The window is cut in
-spans when one series alone would exceed the budget (counts and points of the spans add up).
+a band, by container name; one selector of namespaces x Pods per container name, so no other
+container of those Pods is read) under the build's budget of materialised points
+(`resolution.points`: a subquery's steps or a range's raw samples) and its query-text limit; a
+batch takes its pools' lowest floor. The window is cut in spans when one series alone would exceed
+the budget (counts and points of the spans add up).
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ _BAND = 0.05  # pools whose floors are within 5 % (log scale) share a batch
 _LOWER = 0.5  # a floor that left too few points above it is halved for the next fetch
 _FETCHES = 4  # fetches of a pool at most; the last one has no floor (every point)
 _SPLITS = 16  # halvings of one refused batch at most
+_GROUPS = 8  # container names in a batch at most (a selector each, joined by `or`)
+_GROUP_TEXT = 160  # the PromQL text of one more selector, besides its names
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,25 +172,35 @@ def top_fetch(
 
 @dataclass
 class _Batch:
+    """Pools asked together: per container name, the namespaces and Pods its selector names (one
+    selector per name, joined by `or`: no other container of those Pods is read)."""
+
     owners: dict[SeriesId, object]  # the series asked -> its pool
     floor: float
-    namespaces: set[str] = field(default_factory=set)
-    pods: set[str] = field(default_factory=set)
-    containers: set[str] = field(default_factory=set)
+    groups: dict[str, tuple[set[str], set[str]]] = field(default_factory=dict)  # container -> (ns, pods)
+
+    def add(self, sid: SeriesId) -> None:
+        namespaces, pods = self.groups.setdefault(sid[2], (set(), set()))
+        namespaces.add(sid[0])
+        pods.add(sid[1])
 
     def halves(self) -> list[_Batch]:
         """The batch in two by its Pods (each half selects a subset of what it did)."""
-        pods = sorted(self.pods)
+        pods = sorted({sid[1] for sid in self.owners})
         out = []
         for part in (set(pods[: len(pods) // 2]), set(pods[len(pods) // 2:])):
-            owners = {sid: key for sid, key in self.owners.items() if sid[1] in part}
-            namespaces, containers = {sid[0] for sid in owners}, {sid[2] for sid in owners}
-            out.append(_Batch(owners, self.floor, namespaces, part, containers))
+            half = _Batch({sid: key for sid, key in self.owners.items() if sid[1] in part}, self.floor)
+            for sid in half.owners:
+                half.add(sid)
+            out.append(half)
         return [half for half in out if half.owners]
 
-    def selector(self, *, rate_window: int, recorded: str | None) -> str:
-        return queries.cpu_usage(sorted(self.namespaces), rate_window=rate_window, recorded=recorded,
-                                 pods=sorted(self.pods), containers=sorted(self.containers))
+    def usages(self, *, rate_window: int, recorded: str | None) -> list[str]:
+        return [
+            queries.cpu_usage(sorted(namespaces), rate_window=rate_window, recorded=recorded,
+                              pods=sorted(pods), containers=(container,))
+            for container, (namespaces, pods) in sorted(self.groups.items())
+        ]
 
 
 def _ask(
@@ -206,20 +219,22 @@ def _read(
     above the floor (a range query on the same grid: multiples of `step` in (lo, hi]). Refused for
     its size (the server's own limit under the plan), asked again in halves: Pods, then time."""
     lo, hi = span
-    usage = batch.selector(rate_window=rate_window, recorded=recorded)
+    usages = batch.usages(rate_window=rate_window, recorded=recorded)
     # One second short of the span: the grid (lo, hi] in Prometheus 2 (whose subqueries include their
     # start) as in 3, the range query's own, and spans that meet count their common edge once.
     width = f"{round(hi - lo) - 1}s"
-    counted = f"count_over_time({usage}[{width}:{queries.promql_duration(step)}])"
-    above = usage if math.isinf(batch.floor) else f"{usage} > {batch.floor!r}"
+    sub = f"[{width}:{queries.promql_duration(step)}]"
+    counted = " or ".join(f"count_over_time({usage}{sub})" for usage in usages)
+    floor = "" if math.isinf(batch.floor) else f" > {batch.floor!r}"
+    above = " or ".join(f"{usage}{floor}" for usage in usages)
     first = (math.floor(lo / step) + 1) * step
     try:
         return prom.instant(counted, at=hi), prom.range_values(above, start=first, end=hi, step=step)
     except TooManySamplesError:
         steps = round((hi - lo) / step)
-        if splits >= _SPLITS or (len(batch.pods) < 2 and steps < 2):
+        if splits >= _SPLITS or (len({sid[1] for sid in batch.owners}) < 2 and steps < 2):
             raise
-        if len(batch.pods) >= 2:
+        if len({sid[1] for sid in batch.owners}) >= 2:
             pieces = [(half, span) for half in batch.halves()]
         else:
             middle = lo + steps // 2 * step
@@ -277,8 +292,10 @@ def _batches(
             if current is not None:
                 grown = _grown(current, sid, neighbours)
                 extra = sum(cost(other, width) for other in grown)
-                more = len(pod) + len(container) + len(namespace) + 8
-                if load + extra > budget or size + more > max_bytes:
+                group = current.groups.get(container)
+                more = len(pod) + len(namespace) + 6 + (_GROUP_TEXT + len(container) if group is None else 0)
+                if (load + extra > budget or size + more > max_bytes
+                        or (group is None and len(current.groups) >= _GROUPS)):
                     current = None
             if current is None:
                 current = _Batch({}, floor)
@@ -288,26 +305,26 @@ def _batches(
                 extra = sum(cost(other, width) for other in grown)
             current.owners[sid] = pool.key
             current.floor = min(current.floor, floor)
-            size += len(pod) + 3 if pod not in current.pods else 0
-            size += len(container) + 3 if container not in current.containers else 0
-            size += len(namespace) + 3 if namespace not in current.namespaces else 0
-            current.namespaces.add(namespace)
-            current.pods.add(pod)
-            current.containers.add(container)
+            group = current.groups.get(container)
+            size += _GROUP_TEXT + len(container) if group is None else 0
+            size += len(pod) + 3 if group is None or pod not in group[1] else 0
+            size += len(namespace) + 3 if group is None or namespace not in group[0] else 0
+            current.add(sid)
             load += extra
     return [(batch, span) for span in spans for batch in out]
 
 
 def _grown(batch: _Batch, sid: SeriesId, neighbours: Mapping[str, Sequence[SeriesId]]) -> set[SeriesId]:
-    """The series the batch's selector picks once `sid` joins it, that it did not before: its Pod's,
-    or every Pod's when a namespace or a container name is new to the batch."""
+    """The series the batch's selectors pick once `sid` joins it, that they did not before: its
+    Pod's of its container name, or every Pod's of that name when its namespace is new there."""
     namespace, pod, container = sid
-    wider = namespace not in batch.namespaces or container not in batch.containers
-    namespaces, containers = batch.namespaces | {namespace}, batch.containers | {container}
+    namespaces, pods = batch.groups.get(container, (set(), set()))
+    wider = namespace not in namespaces
     out: set[SeriesId] = set()
-    for name in (batch.pods | {pod}) if wider else (pod,):
+    for name in (pods | {pod}) if wider else (pod,):
         for other in neighbours.get(name, (sid,)):
-            if other[0] in namespaces and other[2] in containers and not _in(batch, other):
+            seen = other[0] in namespaces or other[0] == namespace
+            if other[2] == container and seen and not _in(batch, other):
                 out.add(other)
     if not _in(batch, sid):
         out.add(sid)
@@ -315,7 +332,8 @@ def _grown(batch: _Batch, sid: SeriesId, neighbours: Mapping[str, Sequence[Serie
 
 
 def _in(batch: _Batch, sid: SeriesId) -> bool:
-    return sid[0] in batch.namespaces and sid[1] in batch.pods and sid[2] in batch.containers
+    group = batch.groups.get(sid[2])
+    return group is not None and sid[0] in group[0] and sid[1] in group[1]
 
 
 def by_pod(series: Sequence[SeriesId]) -> dict[str, list[SeriesId]]:

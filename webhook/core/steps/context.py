@@ -28,6 +28,7 @@ from webhook.core.pod import (
 )
 from webhook.core.policy import FEATURES, Policy
 from webhook.core.profile import WorkloadProfiles
+from webhook.core.serving import served_ports
 from webhook.core.shutdown import is_windows
 from webhook.core.traffic import TrafficPath, traffic_path
 from webhook.core.workload import WorkloadKey
@@ -57,6 +58,8 @@ class Context:
     sizeable: list[ContainerRef]  # init and regular containers less `pod-tailor.io/exclude-containers`
     pod_level: frozenset[str]  # resources the author sized for the Pod as a whole (spec.resources)
     scalers: Autoscalers  # the HPAs and VPAs around the workload
+    # container -> the port a selecting Service sends to; None: no Service with ports selects the Pod
+    served: Mapping[str, int] | None
     # Added by the steps.
     patch: PatchBuilder
     warnings: list[str]
@@ -76,8 +79,13 @@ class Context:
         return self.path.targeted() if self.path is not None else frozenset()
 
     def serves(self, ref: ContainerRef) -> bool:
-        """Whether `ref` serves traffic: a regular container with a TCP port, in a long-running Pod."""
-        return ref.group == "containers" and self.serving_pod and serving_port(ref.body) is not None
+        """Whether `ref` serves traffic, in a long-running Pod: when a Service selects the Pod, a
+        container it sends to (`webhook.core.serving`); else a regular container with a TCP port."""
+        if ref.group != "containers" or not self.serving_pod:
+            return False
+        if self.served is not None:
+            return ref.name in self.served
+        return serving_port(ref.body) is not None
 
 
 class Step(NamedTuple):
@@ -123,6 +131,9 @@ def open_context(
         path_annotation = None
     serving_pod = is_long_running(pod)
     labels = metadata.get("labels") or {}
+    path = traffic_path(facts.traffic, labels) if serving_pod else None
+    targets = path.targeted() if path is not None else frozenset()
+    regular = [ref for ref in containers(pod) if ref.group == "containers"]
     return Context(
         pod=pod,
         policy=policy,
@@ -134,10 +145,11 @@ def open_context(
         path_annotation=path_annotation,
         serving_pod=serving_pod,
         windows=is_windows(pod),
-        path=traffic_path(facts.traffic, labels) if serving_pod else None,
+        path=path,
         sizeable=[ref for ref in containers(pod) if ref.name not in opt_out.containers],
         pod_level=_pod_level_resources(pod),
         scalers=facts.around(pod, workload),
+        served=served_ports(regular, targets) if targets else None,
         patch=PatchBuilder(pod),
         warnings=warnings,
     )

@@ -1,8 +1,9 @@
 """Step: readiness, startup and liveness probes for serving containers (`webhook.core.probes`).
 
-Reads `sizeable`, which containers serve, the Pod's `pod-tailor.io/probe-path`, the ports the Services
-send to, the profiles (an observed start-up widens the startup probe's budget). Adds the probes and a
-note where an author's readiness probe checks a port no selecting Service sends to.
+Reads `sizeable`, which containers serve (when a Service selects the Pod, only those it sends to),
+the Pod's `pod-tailor.io/probe-path`, the ports the Services send to, the profiles (an observed
+start-up widens the startup probe's budget). Adds the probes and a note where an author's readiness
+probe checks a port no selecting Service sends to.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ def _run(ctx: Context) -> None:
             ctx.injections += probe_container(
                 ref, policy=ctx.policy, path_annotation=ctx.path_annotation,
                 profile=ctx.profiles.get(ref.name), patch=ctx.patch, targeted=ctx.targeted,
+                served=ctx.served.get(ref.name) if ctx.served is not None else None,
             )
         gap = readiness_gap(ref.body, ctx.path)
         if gap is not None:
