@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 from webhook.admission import VerdictCache, admit, default_engine  # noqa: E402
 from webhook.admission.ledger import QuotaLedger  # noqa: E402
 from webhook.cluster.resources import node_essentials, quota_essentials  # noqa: E402
-from webhook.cluster.snapshot import build_snapshot  # noqa: E402
+from webhook.cluster.snapshot import ParseCache, build_snapshot  # noqa: E402
 from webhook.config.policies import bundled_policies, load_policy_text  # noqa: E402
 from webhook.config.settings import Settings  # noqa: E402
 from webhook.core.nodefit import allows, placement  # noqa: E402
@@ -467,6 +467,8 @@ def main() -> None:
     )
 
     def snapshots(policies: Any, *, facts: bool) -> Callable[[list[Obj], int], ClusterSnapshot]:
+        parsed = ParseCache()  # kept across rebuilds, as the refresher keeps it
+
         def build(quota_now: list[Obj], _version: int) -> ClusterSnapshot:
             objects: dict[str, list[Obj]] = {"limitranges": ranges}
             if facts:
@@ -478,6 +480,7 @@ def main() -> None:
                 server_version=(1, 33),
                 taken_at=0.0,
                 source="bench",
+                cache=parsed,
             )
             return replace(snapshot, namespaces=namespaces)
 

@@ -926,6 +926,8 @@ def _field_namespace(query: dict[str, list[str]]) -> str | None:
 
 
 class _Server(ThreadingHTTPServer):
+    request_queue_size = 128  # a controller's burst of creates is not refused at the socket
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that drops its connection (a pool closing an idle one) is not an error to print."""
         import sys
@@ -938,10 +940,6 @@ class _Server(ThreadingHTTPServer):
 def _manager(query: dict[str, list[str]]) -> str:
     """The field manager of a non-apply write: `fieldManager`, else what the server derives (a name)."""
     return query.get("fieldManager", [""])[0] or "unknown"
-
-
-class _Server(ThreadingHTTPServer):
-    request_queue_size = 128  # a controller's burst of creates is not refused at the socket
 
 
 def _handler_for(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
