@@ -69,7 +69,11 @@ class SpecInputs(TypedDict, total=False):
     resources: Any
     os: Any
     nodeSelector: Any
-    priorityClassName: Any  # a system-critical node agent is left alone (`webhook.core.classes`)
+    affinity: Any  # required node affinity: node fit
+    tolerations: Any
+    overhead: Any
+    priorityClassName: Any  # quota scopes; a system-critical node agent's class
+    activeDeadlineSeconds: Any
     containers: list[ContainerInputs]
     initContainers: list[ContainerInputs]
 

@@ -16,7 +16,9 @@ from webhook.core.boost import BoostPolicy, boost_policy
 from webhook.core.classes import ClassMatch, Scope, WorkloadClass
 from webhook.core.holds import AutoscalerPolicy, autoscaler_policy
 from webhook.core.inplace import InPlacePolicy, in_place_policy
+from webhook.core.nodefit import FitPolicy, fit_policy
 from webhook.core.quantity import QuantityError, parse
+from webhook.core.quota import QuotaPolicy, quota_policy
 from webhook.core.routes import PathKind
 from webhook.core.statistic import UsageStatistic, usage_statistic
 
@@ -125,6 +127,8 @@ class Policy:
     usage: UsageStatistic = field(default_factory=UsageStatistic)
     # `classes`, in the order they are tried (webhook.core.classes)
     classes: tuple[WorkloadClass, ...] = ()
+    fit: FitPolicy = field(default_factory=FitPolicy)  # webhook.core.fit
+    quota: QuotaPolicy = field(default_factory=QuotaPolicy)  # webhook.core.quota
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,7 +319,7 @@ def _classes(reader: _Reader, *, first: frozenset[str]) -> tuple[WorkloadClass, 
 def _policy(name: str, reader: _Reader, *, first: frozenset[str] = frozenset()) -> Policy:
     reader.only(
         "features", "resources", "limitRanger", "profiles", "probes", "preStop", "drainSeconds",
-        "autoscalers", "startupBoost", "inPlace", "classes",
+        "autoscalers", "startupBoost", "inPlace", "fit", "quota", "classes",
     )
     features = reader.child("features").only(*FEATURES)
     resources = reader.child("resources")
@@ -358,6 +362,8 @@ def _policy(name: str, reader: _Reader, *, first: frozenset[str] = frozenset()) 
         in_place=in_place_policy(reader.child("inPlace")),
         usage=usage_statistic(profiles),
         classes=_classes(reader, first=first),
+        fit=fit_policy(reader.child("fit")),
+        quota=quota_policy(reader.child("quota")),
     )
 
 
