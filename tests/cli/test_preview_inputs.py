@@ -4,6 +4,7 @@ document comes out in order, workloads tailored and the rest unchanged, so the o
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import subprocess
@@ -247,6 +248,23 @@ class TestTheReportReadsTheSameInputs:
         assert code == 0, err
         assert [row[2] for row in rows] == ["migrate", "app", "(pod)"]
         assert [row[-1] for row in rows] == ["-", "readiness,preStop=5s", "grace=35s"]
+        code, out, err = run(capsys, "report", "-f", str(path), "-o", "wide")
+        (pod_row,) = [line.split() for line in out.splitlines() if " (pod) " in line]
+        assert code == 0, err
+        assert "grace=35s" in pod_row
+
+    def test_csv_keeps_the_pod_values_in_their_column_and_names_the_file(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    ) -> None:
+        path = write(tmp_path / "app.yaml", with_init(deployment("web")), service("web"))
+        code, out, err = run(capsys, "report", "-f", str(path), "-o", "csv")
+        rows = list(csv.DictReader(io.StringIO(out)))
+        assert code == 0, err
+        assert [(row["container"], row["source"]) for row in rows] == [
+            ("migrate", str(path)), ("app", str(path))
+        ]
+        assert all(row["pod_adds"] == "terminationGracePeriodSeconds=35" for row in rows)
+        assert "terminationGracePeriodSeconds" not in rows[0]["adds"]
 
     def test_same_named_workloads_of_two_files_stay_two_rows_named_by_file(
         self, capsys: pytest.CaptureFixture[str], tmp_path: Path
