@@ -169,6 +169,17 @@ class TestEveryDocumentComesOutInOrder:
         assert "expected <block end>" in left_out[0]
         assert "Deployment empty has no pod template at spec.template" in left_out[1]
 
+    def test_the_diff_of_several_files_names_the_file_of_each_workload(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    ) -> None:
+        prod = write(tmp_path / "prod" / "web.yaml", deployment("web"))
+        staging = write(tmp_path / "staging" / "web.yaml", deployment("web"), service("web"))
+        code, out, err = run(capsys, "preview", "-f", str(prod), "-f", str(staging), "--diff")
+        assert code == 0, err
+        assert [line for line in out.splitlines() if line.startswith("+++ ")] == [
+            f"+++ {prod}: Deployment/web (tailored)", f"+++ {staging}: Deployment/web (tailored)"
+        ]
+
     def test_a_missing_directory_is_refused_before_anything_is_read(
         self, capsys: pytest.CaptureFixture[str], tree: Path
     ) -> None:
