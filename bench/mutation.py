@@ -13,6 +13,7 @@ with its diff. Survivors known to be equivalent (no input can tell them from the
 
     .venv/bin/python bench/mutation.py                                  # webhook/core and webhook/admission
     .venv/bin/python bench/mutation.py --only 'webhook/core/qos.py' --only 'webhook/admission/*'
+    .venv/bin/python bench/mutation.py --only 'webhook/core/qos.py' --again   # survivors only, new tests
 """
 
 from __future__ import annotations
@@ -60,9 +61,12 @@ def bench_python() -> Path:
     return python
 
 
-def scratch_copy(workdir: Path) -> Path:
-    """The tracked files copied to `workdir/repo`, with `../shared` linked beside its tests."""
-    if workdir.exists():
+def scratch_copy(workdir: Path, *, fresh: bool = True) -> Path:
+    """The tracked files copied to `workdir/repo`, with `../shared` linked beside its tests.
+
+    Not `fresh`: copied over the previous run's copy, whose mutants and test map mutmut keeps.
+    """
+    if fresh and workdir.exists():
         shutil.rmtree(workdir)
     repo = workdir / "repo"
     files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
@@ -74,17 +78,27 @@ def scratch_copy(workdir: Path) -> Path:
     # mutmut runs the tests from repo/mutants, so tests/shared.py looks for repo/shared. The corpus is
     # beside the clone (../shared), or beside the main checkout for a worktree under /work/wt/.
     for shared in (ROOT.parent / "shared", ROOT.parents[1] / "shared"):
-        if shared.is_dir():
+        if shared.is_dir() and not (repo / "shared").exists():
             (repo / "shared").symlink_to(shared)
             break
     # The same test runs twice in mutmut's process (its stats, then a clean run): Hypothesis would take
     # the second instance of a test class for a different executor. Deadlines do not fit trampolines.
+    # A test's own `@settings(suppress_health_check=...)` replaces the profile's list, so each collected
+    # property gets the two added to its own settings as well.
     with (repo / "tests" / "conftest.py").open("a") as conftest:
         conftest.write(
             "\n\nfrom hypothesis import HealthCheck as _Check, settings as _settings  # bench/mutation.py\n"
-            "_settings.register_profile('mutmut', suppress_health_check=[_Check.differing_executors,"
-            " _Check.too_slow], deadline=None)\n"
+            "_BENCH_SUPPRESSED = [_Check.differing_executors, _Check.too_slow]\n"
+            "_settings.register_profile('mutmut', suppress_health_check=_BENCH_SUPPRESSED, deadline=None)\n"
             "_settings.load_profile('mutmut')\n"
+            "\n\ndef pytest_collection_modifyitems(items):  # bench/mutation.py\n"
+            "    for item in items:\n"
+            "        test = getattr(getattr(item, 'obj', None), '__func__', getattr(item, 'obj', None))\n"
+            "        own = getattr(test, '_hypothesis_internal_use_settings', None)\n"
+            "        if own is not None:\n"
+            "            suppressed = [*own.suppress_health_check, *_BENCH_SUPPRESSED]\n"
+            "            test._hypothesis_internal_use_settings = _settings(\n"
+            "                own, suppress_health_check=suppressed, deadline=None)\n"
         )
     return repo
 
@@ -114,6 +128,16 @@ def mutmut(python: Path, repo: Path, *args: str, check: bool = True) -> str:
     return result.stdout
 
 
+def results(python: Path, repo: Path) -> dict[str, str]:
+    """Each mutant's status in the workdir: killed, survived, no tests, timeout, ..."""
+    statuses: dict[str, str] = {}
+    for line in mutmut(python, repo, "results", "--all", "true").splitlines():
+        found = re.match(r"\s*(\S+): (.+)$", line)
+        if found:
+            statuses[found[1]] = found[2].strip()
+    return statuses
+
+
 def module_of(mutant: str) -> str:
     """`webhook.core.qos.x_f__mutmut_3` -> `webhook/core/qos.py`."""
     dotted = mutant.split(".x", 1)[0] if ".x" in mutant else mutant.rsplit(".", 1)[0]
@@ -133,21 +157,26 @@ def main() -> int:
     parser.add_argument("--only", action="append", help="glob of modules to mutate (repeatable)")
     parser.add_argument("--max-children", type=int, default=2)
     parser.add_argument("--workdir", type=Path, default=BENCH_VENV.parent / "mutation-run")
+    parser.add_argument("--again", action="store_true",
+                        help="after adding tests: run again only the previous run's survivors (same workdir"
+                             " and --only), the new tests mapped first")
     options = parser.parse_args()
     only = options.only or list(MUTATED)
 
     started = time.monotonic()
     python = bench_python()
-    repo = scratch_copy(options.workdir)
+    again = options.again and (options.workdir / "repo" / "mutants").is_dir()
+    previous: list[str] = []
+    if again:
+        previous = [name for name, status in results(python, options.workdir / "repo").items()
+                    if status == "survived"]
+    repo = scratch_copy(options.workdir, fresh=not again)
     configure(repo, only)
-    mutmut(python, repo, "run", "--max-children", str(options.max_children))
+    if not again or previous:
+        mutmut(python, repo, "run", "--max-children", str(options.max_children), *previous)
     seconds = time.monotonic() - started
 
-    statuses: dict[str, str] = {}
-    for line in mutmut(python, repo, "results", "--all", "true").splitlines():
-        found = re.match(r"\s*(\S+): (.+)$", line)
-        if found:
-            statuses[found[1]] = found[2].strip()
+    statuses = results(python, repo)
     per_module: dict[str, Counter[str]] = defaultdict(Counter)
     survivors: list[tuple[str, str, str | None]] = []
     for name, status in sorted(statuses.items()):

@@ -27,8 +27,12 @@ metadata.name/metadata.namespace), `watch=1` with `resourceVersion`, `allowWatch
 resourceVersion), PATCH (merge and JSON patch), DELETE; the Pod `resize` subresource of 1.33+
 (in-place resize: only container cpu/memory may change, never the QoS class; the kubelet's answer,
 set with `resize_outcome`, shows as the `PodResizePending`/`PodResizeInProgress` conditions);
-`/version`; legacy discovery (`/api`, `/apis`,
-`/api/v1`, ...) and an OpenAPI v3 index, enough for the real `kubectl create --dry-run=server`.
+ResourceQuota admission of Pod creates (the containers must state what a quota tracks, `used` plus
+the Pod must stay within `hard`; `status.used` is written as the create is admitted, as the real
+plugin does; scopes BestEffort/NotBestEffort/Terminating/NotTerminating and a PriorityClass
+scopeSelector); `/version`; legacy
+discovery (`/api`, `/apis`, `/api/v1`, ...) and an OpenAPI v3 index, enough for the real
+`kubectl create --dry-run=server`.
 Server-side apply (PATCH `application/apply-patch+yaml` with `fieldManager`, `force`): field ownership
 per manager in `metadata.managedFields`, a 409 naming the fields another manager owns unless forced, a
 manager's fields left out of its next apply removed. `kube.install_crd(crd)` serves a
@@ -64,6 +68,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import jsonpatch
 import yaml
+from kubernetes.utils import parse_quantity as _parse_quantity
 
 __all__ = ["FakeKube", "MutatingWebhook", "Resource", "selector_matches", "status_object", "write_kubeconfig"]
 
@@ -699,6 +704,34 @@ class FakeKube:
             watch.dropped = True
             self._forget(watch)
 
+    def _quota_admission(self, pod: Obj, *, dry_run: bool = False) -> str | None:
+        """The ResourceQuota plugin on a Pod create (call with `_cond` held): why it is refused, or None
+        after charging every quota that counts it (a new `status.used`, published like any write; a dry
+        run is judged but charges nothing)."""
+        namespace = pod["metadata"].get("namespace", "default")
+        quotas = [q for (ns, _), q in sorted(self._objects.get(("/api/v1", "resourcequotas"), {}).items())
+                  if ns == namespace and _quota_counts(q, pod)]
+        charged: list[tuple[Obj, dict[str, Any]]] = []
+        for quota in quotas:
+            hard = {k: parse_quantity(v) for k, v in ((quota.get("spec") or {}).get("hard") or {}).items()}
+            missing = _missing_for_quota(pod, hard)
+            if missing:
+                return f"failed quota: {quota['metadata']['name']}: must specify {missing}"
+            used = {k: parse_quantity(v) for k, v in ((quota.get("status") or {}).get("used") or {}).items()}
+            usage = _pod_quota_usage(pod)
+            over = [k for k in hard if k in usage and used.get(k, 0) + usage[k] > hard[k]]
+            if over:
+                return (f"exceeded quota: {quota['metadata']['name']}, requested: {_shown(over, usage)}, "
+                        f"used: {_shown(over, used)}, limited: {_shown(over, hard)}")
+            charged.append((quota, {k: used.get(k, 0) + usage.get(k, 0) for k in hard}))
+        resource = self._resources[("/api/v1", "resourcequotas")]
+        for quota, used_after in [] if dry_run else charged:
+            updated = copy.deepcopy(quota)
+            updated["status"] = {"hard": dict(quota["spec"]["hard"]),
+                                 "used": {k: _quantity(k, v) for k, v in used_after.items()}}
+            self._store(resource, updated)
+        return None
+
     def _admission_for(self, resource: Resource, obj: Obj) -> list[MutatingWebhook]:
         with self._cond:
             hooks = list(self._webhooks)
@@ -893,6 +926,8 @@ def _field_namespace(query: dict[str, list[str]]) -> str | None:
 
 
 class _Server(ThreadingHTTPServer):
+    request_queue_size = 128  # a controller's burst of creates is not refused at the socket
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that drops its connection (a pool closing an idle one) is not an error to print."""
         import sys
@@ -1140,6 +1175,11 @@ class _Handler(BaseHTTPRequestHandler):
             if problem is not None:
                 self._error(422, "Invalid", problem, name=meta.get("name"), kind=resource.kind)
                 return
+            refused = self.fake._quota_admission(body, dry_run=dry_run) if resource.plural == "pods" else None
+            if refused is not None:
+                self._error(403, "Forbidden", f'pods "{meta.get("name")}" is forbidden: {refused}',
+                            name=meta.get("name"), kind="pods")
+                return
             if dry_run:
                 stored = copy.deepcopy(body)
                 stored["metadata"] |= {"uid": str(uuid.uuid4()), "creationTimestamp": _now()}
@@ -1288,6 +1328,83 @@ def _peer_closed(connection: socket.socket) -> bool:
 _RESIZABLE = ("cpu", "memory")
 
 
+_QUOTA_NAMES = {
+    "cpu": "requests.cpu", "memory": "requests.memory", "requests.cpu": "requests.cpu",
+    "requests.memory": "requests.memory", "limits.cpu": "limits.cpu", "limits.memory": "limits.memory",
+}
+
+
+def _shown(names: list[str], values: Mapping[str, Any]) -> str:
+    return ",".join(f"{k}={_quantity(k, values.get(k, 0))}" for k in names)
+
+
+def parse_quantity(value: object) -> Any:
+    """A quantity as the API server reads it (the client's parser; untyped)."""
+    return _parse_quantity(value)  # type: ignore[no-untyped-call]
+
+
+def _quota_counts(quota: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
+    spec = pod.get("spec") or {}
+    best_effort = _qos(pod) == "BestEffort"
+    terminating = spec.get("activeDeadlineSeconds") is not None
+    for scope in (quota.get("spec") or {}).get("scopes") or ():
+        if {"BestEffort": not best_effort, "NotBestEffort": best_effort, "Terminating": not terminating,
+                "NotTerminating": terminating}.get(scope, False):
+            return False
+    priority = spec.get("priorityClassName")
+    for expression in ((quota.get("spec") or {}).get("scopeSelector") or {}).get("matchExpressions") or ():
+        operator, values = expression.get("operator"), expression.get("values") or []
+        if expression.get("scopeName") == "PriorityClass" and not {
+            "In": priority in values, "NotIn": priority not in values, "Exists": bool(priority),
+            "DoesNotExist": not priority,
+        }.get(operator, False):
+            return False
+    return True
+
+
+def _missing_for_quota(pod: Mapping[str, Any], hard: Mapping[str, Any]) -> str:
+    """`limits.memory for: app` for each tracked value a container does not state (its usage helper)."""
+    missing: list[str] = []
+    spec = pod.get("spec") or {}
+    for name in sorted({_QUOTA_NAMES[k] for k in hard if k in _QUOTA_NAMES}):
+        section, resource = name.split(".")
+        lacking = [c.get("name") for group in ("initContainers", "containers") for c in spec.get(group) or ()
+                   if resource not in ((c.get("resources") or {}).get(section) or {})]
+        if lacking:
+            missing.append(f"{name} for: {','.join(lacking)}")
+    return "; ".join(missing)
+
+
+def _pod_quota_usage(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """The Pod's compute usage under each quota name: regular containers and native sidecars summed,
+    against the largest init container with the sidecars started before it, plus overhead."""
+    spec = pod.get("spec") or {}
+    usage: dict[str, Any] = {"pods": 1, "count/pods": 1}
+    for section in ("requests", "limits"):
+        for resource in ("cpu", "memory"):
+            def value(c: Mapping[str, Any], section: str = section, resource: str = resource) -> Any:
+                return parse_quantity(((c.get("resources") or {}).get(section) or {}).get(resource, 0))
+
+            sidecars, init_peak = 0, 0
+            for c in spec.get("initContainers") or ():
+                if c.get("restartPolicy") == "Always":
+                    sidecars += value(c)
+                else:
+                    init_peak = max(init_peak, sidecars + value(c))
+            running = sum((value(c) for c in spec.get("containers") or ()), 0) + sidecars
+            total = max(running, init_peak) + parse_quantity((spec.get("overhead") or {}).get(resource, 0))
+            usage[f"{section}.{resource}"] = total
+            if section == "requests":
+                usage[resource] = total
+    return usage
+
+
+def _quantity(name: str, amount: Any) -> str:
+    if "cpu" in name:
+        return f"{int(amount * 1000)}m"
+    return str(int(amount))
+
+
 def _qos(pod: Mapping[str, Any]) -> str:
     """The Pod's QoS class as the API server computes it (requests default to limits)."""
     parts = []
@@ -1308,9 +1425,7 @@ def _qos(pod: Mapping[str, Any]) -> str:
 
 
 def _same(one: str, other: str) -> bool:
-    from kubernetes.utils import parse_quantity
-
-    return bool(parse_quantity(one) == parse_quantity(other))  # type: ignore[no-untyped-call]
+    return bool(parse_quantity(one) == parse_quantity(other))
 
 
 def _resize_problem(before: Obj, after: Obj) -> tuple[str, str] | None:

@@ -4,6 +4,7 @@ document comes out in order, workloads tailored and the rest unchanged, so the o
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import subprocess
@@ -168,6 +169,17 @@ class TestEveryDocumentComesOutInOrder:
         assert "expected <block end>" in left_out[0]
         assert "Deployment empty has no pod template at spec.template" in left_out[1]
 
+    def test_the_diff_of_several_files_names_the_file_of_each_workload(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    ) -> None:
+        prod = write(tmp_path / "prod" / "web.yaml", deployment("web"))
+        staging = write(tmp_path / "staging" / "web.yaml", deployment("web"), service("web"))
+        code, out, err = run(capsys, "preview", "-f", str(prod), "-f", str(staging), "--diff")
+        assert code == 0, err
+        assert [line for line in out.splitlines() if line.startswith("+++ ")] == [
+            f"+++ {prod}: Deployment/web (tailored)", f"+++ {staging}: Deployment/web (tailored)"
+        ]
+
     def test_a_missing_directory_is_refused_before_anything_is_read(
         self, capsys: pytest.CaptureFixture[str], tree: Path
     ) -> None:
@@ -247,6 +259,23 @@ class TestTheReportReadsTheSameInputs:
         assert code == 0, err
         assert [row[2] for row in rows] == ["migrate", "app", "(pod)"]
         assert [row[-1] for row in rows] == ["-", "readiness,preStop=5s", "grace=35s"]
+        code, out, err = run(capsys, "report", "-f", str(path), "-o", "wide")
+        (pod_row,) = [line.split() for line in out.splitlines() if " (pod) " in line]
+        assert code == 0, err
+        assert "grace=35s" in pod_row
+
+    def test_csv_keeps_the_pod_values_in_their_column_and_names_the_file(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    ) -> None:
+        path = write(tmp_path / "app.yaml", with_init(deployment("web")), service("web"))
+        code, out, err = run(capsys, "report", "-f", str(path), "-o", "csv")
+        rows = list(csv.DictReader(io.StringIO(out)))
+        assert code == 0, err
+        assert [(row["container"], row["source"]) for row in rows] == [
+            ("migrate", str(path)), ("app", str(path))
+        ]
+        assert all(row["pod_adds"] == "terminationGracePeriodSeconds=35" for row in rows)
+        assert "terminationGracePeriodSeconds" not in rows[0]["adds"]
 
     def test_same_named_workloads_of_two_files_stay_two_rows_named_by_file(
         self, capsys: pytest.CaptureFixture[str], tmp_path: Path

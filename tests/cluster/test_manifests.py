@@ -276,6 +276,7 @@ class TestRbac:
              "verbs": ["list", "watch"]},
             {"apiGroups": ["gateway.networking.k8s.io"], "resources": ["httproutes", "grpcroutes"],
              "verbs": ["list", "watch"]},
+            {"apiGroups": [""], "resources": ["nodes", "resourcequotas"], "verbs": ["list", "watch"]},
         ]
         assert self.rules("Role", "pod-tailor-webhook") == [
             {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list", "watch"]}

@@ -78,9 +78,12 @@ def test_its_tables_hold_every_namespace_and_container(browser: Chrome, html_rep
         ("CronJob/nightly", "job"),
         ("Deployment/web", "app"),
         ("Deployment/web", "envoy"),
+        ("Deployment/web", "(pod)"),  # the grace period: the Pod's own row, not its first container's
         ("StatefulSet/db", "postgres"),
+        ("StatefulSet/db", "(pod)"),
         ("DaemonSet/agent", "agent"),
         ("Deployment/api", "app"),
+        ("Deployment/api", "(pod)"),
     ]
 
 

@@ -10,13 +10,21 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
+import orjson
 import pytest
 import yaml
 
 from tests.cluster.helpers import free_port
 from tests.dashboard import demo
+from webhook.config.policies import bundled_policies
+from webhook.dashboard.dryrun import DryRunSeen
+from webhook.dashboard.fleet import Fleet
+from webhook.dashboard.pages import workload_href
+from webhook.report.manifests import manifests_report
+from webhook.report.usage import without_profiles
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -64,3 +72,18 @@ def test_a_workload_page_of_the_manifests_shows_its_profile(offline: str) -> Non
     page = httpx.get(offline + "/namespaces/shop/Deployment/web", timeout=10)
     assert page.status_code == 200
     assert "350m" in page.text  # the demo store's profile of web/app
+
+
+def test_same_named_workloads_of_two_files_are_two_pages(tmp_path: Path) -> None:
+    """Each keeps its own document and link (`?source=FILE`); without the file, the name finds one."""
+    for name, replicas in (("prod.yaml", 3), ("staging.yaml", 1)):
+        web = next(o for o in demo.objects() if (o["kind"], o["metadata"]["name"]) == ("Deployment", "web"))
+        (tmp_path / name).write_text(yaml.safe_dump({**web, "spec": {**web["spec"], "replicas": replicas}}))
+    report = manifests_report([str(tmp_path)], policies=bundled_policies(), usage=without_profiles("none"))
+    fleet = Fleet.of(report, profiled=frozenset(), dry_run=DryRunSeen("24h"))
+    prod, staging = report.workloads
+    assert (prod.source, staging.source) == (str(tmp_path / "prod.yaml"), str(tmp_path / "staging.yaml"))
+    assert fleet.find("shop", "Deployment", "web", staging.source) is staging
+    assert fleet.find("shop", "Deployment", "web") in (prod, staging)
+    assert [orjson.loads(fleet.workload_json(w))["replicas"] for w in (prod, staging)] == [3, 1]
+    assert workload_href(staging).endswith("/shop/Deployment/web?source=" + quote(staging.source, safe=""))

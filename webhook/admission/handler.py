@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable, Mapping
+from decimal import Decimal
 from enum import StrEnum
 from typing import Any, NamedTuple, Protocol
 
 import orjson
 
 from webhook.admission.cache import VerdictCache
+from webhook.admission.ledger import QuotaLedger
 from webhook.admission.patchcheck import check_patch
 from webhook.admission.peek import Peek, peek_review, peek_uid
 from webhook.admission.response import answer_with_tail, bad_request_body, review_answer
@@ -49,6 +51,7 @@ class Engine(Protocol):
         cluster: ClusterSnapshot,
         profiles: ProfileSnapshot,
         checked: bool = ...,
+        pending: Mapping[str, Mapping[str, Decimal]] | None = ...,
     ) -> tuple[NamespaceSettings, Decision]: ...
 
 
@@ -79,6 +82,7 @@ class Answer(NamedTuple):
     injections: tuple[Injection, ...] = ()
     injection_counts: tuple[tuple[str, str, int], ...] = ()  # (field kind, source, count), see `Verdict`
     applied: bool = False  # injections took effect: enforce mode and not request.dryRun
+    capped: tuple[str, ...] = ()  # rules that lowered a value: "fit" (node fit), "quota"
     dry_run: bool = False  # request.dryRun
     error: ErrorReason | None = None
     detail: str | None = None  # for the log line only
@@ -131,6 +135,8 @@ def _describe(exc: BaseException) -> str:
 
 
 MIN_ANSWER_LIMIT = 16 * 1024
+_ENFORCED = (Outcome.PATCHED, Outcome.UNCHANGED)  # the Pod is created as decided: it charges its quotas
+_ZERO = Decimal(0)
 
 
 def answer_limit(request_bytes: int) -> int:
@@ -174,7 +180,39 @@ def _answer(review: Review | Peek, found: Verdict, *, request_bytes: int) -> Ans
         injection_counts=found.injection_counts,
         applied=found.outcome is Outcome.PATCHED and not review.dry_run,
         dry_run=review.dry_run,
+        capped=found.capped,
     )
+
+
+def _still_fits(
+    found: Verdict, review: Peek, *, cluster: ClusterSnapshot, ledger: QuotaLedger | None
+) -> bool:
+    """Whether a cached verdict holds for this replica too; records its charges when it does.
+
+    Outside a namespace with quotas, always. Within one, the decision depends on the room the Pods
+    admitted just before left: a verdict no quota lowered holds while its charges still fit (the
+    same inputs with that room decide the same values), and one a quota lowered is decided again.
+    """
+    quotas = cluster.quotas.get(review.namespace) if ledger is not None else None
+    if not quotas or ledger is None:
+        return True
+    if "quota" in found.capped:
+        return False
+    pending = ledger.pending(review.namespace, quotas)
+    for quota in quotas:
+        charged = found.charges.get(quota.name)
+        if not charged:
+            continue
+        waiting = pending.get(quota.name) or {}
+        for resource, amount in charged.items():
+            hard = quota.hard.get(resource)
+            if hard is None:
+                continue
+            if amount > hard - quota.used.get(resource, _ZERO) - waiting.get(resource, _ZERO):
+                return False
+    if not review.dry_run and found.outcome in _ENFORCED:
+        ledger.record(review.namespace, found.charges)
+    return True
 
 
 def admit(
@@ -185,19 +223,22 @@ def admit(
     engine: Engine,
     cache: VerdictCache | None = None,
     verify_patch: bool = True,
+    ledger: QuotaLedger | None = None,
 ) -> Answer:
     """Answer one AdmissionReview body against one pair of snapshots. Never raises.
 
     A body the peek decodes (the usual Pod CREATE) is decided from the peek's inputs, cached or not:
     they hold every field `pod_problem`, the engine and `check_patch` read (the patch's parents are
-    inputs, kept with their presence), so the full parse is only for everything else.
+    inputs, kept with their presence), so the full parse is only for everything else. In a namespace
+    with ResourceQuotas, `ledger` supplies what the Pods admitted just before charge them, and learns
+    what this one charges: a cached verdict is reused there only while its charges fit (`_still_fits`).
     """
     key = None
     peeked = peek_review(body, cluster=cluster) if cache is not None else None
     if cache is not None and peeked is not None:
         key = cache.key(peeked.namespace, peeked.key, cluster=cluster, profiles=profiles)
         cached = cache.get(key)
-        if cached is not None:
+        if cached is not None and _still_fits(cached, peeked, cluster=cluster, ledger=ledger):
             # A replica with these inputs was decided against these snapshots. Only valid Pods are
             # cached, and the inputs hold every field `pod_problem` reads, so this Pod is valid too.
             return _answer(peeked, cached, request_bytes=len(body))
@@ -217,10 +258,17 @@ def admit(
     problem = pod_problem(pod, review.uid)
     if problem is not None:
         return _bad(problem)
+    quotas = cluster.quotas.get(review.namespace) if ledger is not None else None
     try:
-        settings, decision = engine(
-            inputs, namespace=review.namespace, cluster=cluster, profiles=profiles, checked=True
-        )
+        if quotas and ledger is not None:
+            settings, decision = engine(
+                inputs, namespace=review.namespace, cluster=cluster, profiles=profiles, checked=True,
+                pending=ledger.pending(review.namespace, quotas),
+            )
+        else:
+            settings, decision = engine(
+                inputs, namespace=review.namespace, cluster=cluster, profiles=profiles, checked=True
+            )
     except Exception as exc:
         return _fault(review, ErrorReason.ENGINE, exc, workload=_workload_name(pod, review.namespace))
     try:
@@ -231,6 +279,8 @@ def admit(
         return _fault(review, ErrorReason.PATCH, exc, workload=decision.workload or None)
     if cache is not None:
         cache.put(key, found)
+    if ledger is not None and decision.charges and not review.dry_run and found.outcome in _ENFORCED:
+        ledger.record(review.namespace, decision.charges)
     return _answer(review, found, request_bytes=len(body))
 
 

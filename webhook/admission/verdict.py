@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from enum import StrEnum
 
 from webhook.admission.budget import fit_audit, fit_warnings
@@ -40,6 +41,8 @@ class Verdict:
     injections: tuple[Injection, ...] = ()
     workload: str | None = None
     policy: str | None = None
+    capped: tuple[str, ...] = ()  # the rules that lowered a value ("fit", "quota"), for metrics
+    charges: Mapping[str, Mapping[str, Decimal]] = field(default_factory=dict)  # Decision.charges
     # Derived once per verdict (a cached verdict answers every replica of a template):
     # (field kind, source kind, count), for metrics
     injection_counts: tuple[tuple[str, str, int], ...] = field(init=False)
@@ -63,6 +66,10 @@ def _field_kind(name: str) -> str:
 def source_kind(injection: Injection) -> str:
     """Bounded metric label values: `profile` for values sized from usage history, else `policy`."""
     return "profile" if injection.basis is Basis.HISTORY else "policy"
+
+
+def _capped(decision: Decision) -> tuple[str, ...]:
+    return tuple(sorted({cap.rule for cap in decision.caps})) if decision.caps else ()
 
 
 def _would(decision: Decision) -> list[str]:
@@ -101,9 +108,12 @@ def verdict(settings: NamespaceSettings, decision: Decision) -> Verdict:
             injections=decision.injections,
             workload=workload,
             policy=policy,
+            capped=_capped(decision),
+            charges=decision.charges,
         )
     if not decision.ops:
-        return Verdict(Outcome.UNCHANGED, warnings=fit_warnings(notes), workload=workload, policy=policy)
+        return Verdict(Outcome.UNCHANGED, warnings=fit_warnings(notes), workload=workload, policy=policy,
+                       capped=_capped(decision), charges=decision.charges)
     audit = fit_audit({"mode": "enforce", "policy": decision.policy, "injected": _would(decision)})
     return Verdict(
         Outcome.PATCHED,
@@ -113,4 +123,6 @@ def verdict(settings: NamespaceSettings, decision: Decision) -> Verdict:
         injections=decision.injections,
         workload=workload,
         policy=policy,
+        capped=_capped(decision),
+        charges=decision.charges,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from prometheus_client import Counter, Gauge
 
 __all__ = [
+    "CLUSTER_FACTS_KNOWN",
     "CLUSTER_SNAPSHOT_TIMESTAMP",
     "POLICY_CONFIGMAP_ERRORS",
     "POLICY_CONFIGMAP_VALID",
@@ -45,4 +46,10 @@ CLUSTER_SNAPSHOT_TIMESTAMP = Gauge(
 SERVER_VERSION = Gauge(
     "pod_tailor_kubernetes_server_minor_version",
     "Minor version of the API server (1.x) as last read; chooses the native preStop sleep from 1.30.",
+)
+CLUSTER_FACTS_KNOWN = Gauge(
+    "pod_tailor_cluster_facts_known",
+    "1 while a collection a feature can do without (nodes, resourcequotas) may be listed; 0 when the "
+    "API server forbids it (no RBAC): node fit or quota is then off and Pods are sized as before.",
+    ["resource"],
 )

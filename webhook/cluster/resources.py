@@ -25,10 +25,14 @@ __all__ = [
     "INGRESSCLASSES",
     "INGRESSES",
     "NAMESPACES",
+    "NODES",
+    "RESOURCEQUOTAS",
     "SERVICES",
     "VPAS",
     "WatchSpec",
     "custom_list",
+    "node_essentials",
+    "quota_essentials",
     "watch_specs",
 ]
 
@@ -43,6 +47,9 @@ class WatchSpec:
     field_selector: Callable[[Settings], str | None] | None = None
     relevant: Callable[[Obj], Hashable] | None = without_status  # None: every event counts
     enabled: Callable[[Settings], bool] = lambda _settings: True
+    # A collection a feature can do without: a 403 (no RBAC for it) is "not known", not a failure.
+    forbidden_ok: bool = False
+    keep: Callable[[Obj], Obj] | None = None  # what of each object is stored (see `Watched`)
 
 
 def custom_list(group: str, version: str, plural: str) -> Callable[[Any, Settings], ListCall]:
@@ -70,6 +77,37 @@ def _spec_and_annotations(obj: Obj) -> Hashable:
     return json.dumps([obj.get("spec"), annotations], sort_keys=True, default=str)
 
 
+def node_essentials(obj: Obj) -> Obj:
+    """What node fit reads of a Node (`webhook.core.nodefit`): name, labels, taints, schedulability and
+    allocatable cpu and memory. A Node's images, conditions and managed fields are most of its size."""
+    meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+    allocatable = status.get("allocatable") if isinstance(status.get("allocatable"), dict) else None
+    kept_spec = {key: spec[key] for key in ("taints", "unschedulable") if key in spec}
+    return {
+        "metadata": {key: meta[key] for key in ("name", "resourceVersion", "labels") if key in meta},
+        "spec": kept_spec,
+        "status": {} if allocatable is None else {
+            "allocatable": {key: allocatable[key] for key in ("cpu", "memory") if key in allocatable}
+        },
+    }
+
+
+def _node_relevant(obj: Obj) -> Hashable:
+    """A Node's heartbeat status writes change nothing node fit reads."""
+    return json.dumps([(obj.get("metadata") or {}).get("labels"), obj.get("spec"), obj.get("status")],
+                      sort_keys=True, default=str)
+
+
+def quota_essentials(obj: Obj) -> Obj:
+    """What `webhook.core.quota` reads of a ResourceQuota: hard, scopes, and status.used."""
+    meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+    return {
+        "metadata": {key: meta[key] for key in ("name", "namespace", "resourceVersion") if key in meta},
+        "spec": {key: spec[key] for key in ("hard", "scopes", "scopeSelector") if key in spec},
+        "status": {key: status[key] for key in ("used",) if key in status},
+    }
+
+
 NAMESPACES = "namespaces"
 SERVICES = "services"
 INGRESSES = "ingresses"
@@ -78,6 +116,8 @@ HTTPROUTES = "httproutes"
 GRPCROUTES = "grpcroutes"
 HPAS = "horizontalpodautoscalers"
 VPAS = "verticalpodautoscalers"
+NODES = "nodes"
+RESOURCEQUOTAS = "resourcequotas"
 
 _SPECS: tuple[WatchSpec, ...] = (
     # Namespace labels choose the mode and the policy; nothing else of a Namespace is read.
@@ -118,6 +158,16 @@ _SPECS: tuple[WatchSpec, ...] = (
     WatchSpec(
         GRPCROUTES, custom_list("gateway.networking.k8s.io", "v1", GRPCROUTES), optional=True,
         relevant=_spec_and_annotations,
+    ),
+    # Node fit (webhook.core.nodefit) and quota (webhook.core.quota): without them (no RBAC) the Pod
+    # is sized as before, and /readyz says so. Quotas count every event: their status is what is read.
+    WatchSpec(
+        NODES, lambda api, _s: client.CoreV1Api(api).list_node, relevant=_node_relevant,
+        forbidden_ok=True, keep=node_essentials,
+    ),
+    WatchSpec(
+        RESOURCEQUOTAS, lambda api, _s: client.CoreV1Api(api).list_resource_quota_for_all_namespaces,
+        relevant=None, forbidden_ok=True, keep=quota_essentials,
     ),
 )
 

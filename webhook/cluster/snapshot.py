@@ -23,7 +23,9 @@ from webhook.core.autoscalers import (
 )
 from webhook.core.facts import LimitRangeItem, limit_range_items
 from webhook.core.inputs import BASE_LABEL_KEYS
+from webhook.core.nodefit import NodeIndex, index_nodes, parse_node
 from webhook.core.policy import PolicySet
+from webhook.core.quota import Quota, parse_quota
 from webhook.core.routes import (
     NamespaceTraffic,
     Route,
@@ -36,7 +38,7 @@ from webhook.core.routes import (
 )
 from webhook.core.snapshot import ClusterSnapshot
 
-__all__ = ["Objects", "ParseCache", "build_snapshot", "traffic_index"]
+__all__ = ["Objects", "ParseCache", "build_snapshot", "node_index", "quotas_by_namespace", "traffic_index"]
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +57,7 @@ class ParseCache:
     def __init__(self) -> None:
         self._entries: dict[_Key, Any] = {}
         self._used: set[_Key] = set()
+        self.node_index: tuple[tuple[tuple[str, str], ...], NodeIndex] | None = None  # by versions
 
     def get(self, resource: str, obj: Obj, parse: Callable[[Obj], _T]) -> _T:
         meta = obj.get("metadata") or {}
@@ -165,6 +168,42 @@ def traffic_index(objects: Objects, cache: ParseCache) -> dict[str, NamespaceTra
     return index_traffic(services, routes)
 
 
+def node_index(objects: Sequence[Obj], cache: ParseCache) -> NodeIndex:
+    """Every node's shape, grouped (`webhook.core.nodefit`); rebuilt only when a node changed."""
+    versions = tuple(sorted(
+        (str(meta.get("name")), str(meta.get("resourceVersion", "")))
+        for meta in ((obj.get("metadata") or {}) for obj in objects)
+    ))
+    shapes = [cache.get("nodes", obj, parse_node) for obj in objects]
+    if cache.node_index is not None and cache.node_index[0] == versions:
+        return cache.node_index[1]
+    index = index_nodes(shapes)
+    for reason in index.left_out:
+        log.info("nodes: %s; left out of node fit", reason)
+    cache.node_index = (versions, index)
+    return index
+
+
+def quotas_by_namespace(objects: Sequence[Obj], cache: ParseCache) -> dict[str, tuple[Quota, ...]]:
+    """Each namespace's ResourceQuotas, in name order; what each leaves out is logged once per version."""
+    found: dict[str, list[Quota]] = {}
+    for obj in sorted(objects, key=lambda q: str((q.get("metadata") or {}).get("name"))):
+        quota = cache.get("resourcequotas", obj, parse_quota)
+        found.setdefault(_namespace_of(obj), []).append(quota)
+    return {namespace: tuple(quotas) for namespace, quotas in found.items()}
+
+
+def _logged_quota(obj: Obj) -> Quota:
+    quota = parse_quota(obj)
+    where = f"{_namespace_of(obj)}/{quota.name}"
+    if quota.ignored:
+        log.info("resourcequotas: %s: %s; left out", where, quota.ignored)
+    if quota.left_out:
+        ignored = ", ".join(quota.left_out)
+        log.debug("resourcequotas: %s: %s not changed by pod-tailor; ignored", where, ignored)
+    return quota
+
+
 def build_snapshot(
     *,
     policies: PolicySet,
@@ -193,6 +232,8 @@ def build_snapshot(
             for namespace, found in (traffic or {}).items()
             if found.label_keys
         },
+        nodes=node_index(objects["nodes"], parsed) if "nodes" in objects else None,
+        quotas=quotas_by_namespace(objects.get("resourcequotas", ()), parsed),
     )
     parsed.sweep()
     return snapshot

@@ -6,10 +6,12 @@ resourceVersion; watch from it with bookmarks; every event and bookmark advances
 clean end (the server's timeout) or a dropped connection resumes from the last resourceVersion; `410 Gone`
 (history compacted) re-lists; any other failure re-lists after an exponential backoff with jitter.
 
-Two refinements for resources pod-tailor only reads in part:
+Refinements for resources pod-tailor only reads in part:
 - `optional`: a custom resource whose CRD may not be installed (VerticalPodAutoscalers, Gateway API
   routes). A 404 on the list means "not served": the collection counts as listed and empty, and the
   list is tried again every `absent_retry` seconds, so a CRD installed later is picked up.
+- `forbidden_ok`: a collection a feature can do without (Nodes, ResourceQuotas): a 403 on the list
+  (no RBAC for it) counts as not served, like an optional resource's 404, and `forbidden` says so.
 - `keep`: what of an object is stored (the rest is dropped as it arrives): a controller that watches
   thousands of objects keeps the fields it reads, not their managedFields and status.
 - `relevant`: what of an object a snapshot reads. A MODIFIED event that leaves it unchanged (an HPA's
@@ -99,6 +101,7 @@ class Watched:
         absent_retry: float = 300.0,
         relevant: Callable[[Obj], Hashable] | None = without_status,
         on_failure: Callable[[str], None] | None = None,
+        forbidden_ok: bool = False,
         keep: Callable[[Obj], Obj] | None = None,
     ) -> None:
         self.resource = resource
@@ -114,6 +117,8 @@ class Watched:
         self._absent_retry = absent_retry
         self._relevant = relevant
         self._on_failure = on_failure  # told each failed list or watch (for health reporting)
+        self._forbidden_ok = forbidden_ok
+        self.forbidden = False  # True while the list answers 403 (with `forbidden_ok`)
         self._lock = threading.Lock()
         self._objects: dict[Key, Obj] = {}
         self._response: Any = None
@@ -136,6 +141,10 @@ class Watched:
                     self._list(reason)
                 except Exception as exc:
                     if self._optional and _not_served(exc):
+                        self._absent()
+                        continue
+                    if self._forbidden_ok and getattr(exc, "status", None) == 403:
+                        self.forbidden = True
                         self._absent()
                         continue
                     self._failed("list", exc)
@@ -161,8 +170,8 @@ class Watched:
     def _absent(self) -> None:
         """An optional resource that is not served: listed as empty, asked again later."""
         if self.served or not self.synced.is_set():
-            log.info("%s: not served by this cluster; asking again every %.0fs", self.resource,
-                     self._absent_retry)
+            why = "may not be listed (403)" if self.forbidden else "not served by this cluster"
+            log.info("%s: %s; asking again every %.0fs", self.resource, why, self._absent_retry)
         self.served = False
         with self._lock:
             had = bool(self._objects)
@@ -204,7 +213,7 @@ class Watched:
                 break
         with self._lock:
             self._objects = objects
-        self.served = True
+        self.served, self.forbidden = True, False
         self.resource_version = str(body["metadata"]["resourceVersion"])
         self._backoff.reset()
         metrics.WATCH_LISTS.labels(self.resource, reason).inc()

@@ -107,11 +107,12 @@ def _report(preview: Preview, *, args: argparse.Namespace, out: TextIO) -> None:
             out.write(json.dumps(ops) + "\n")
         return
     if args.diff:
+        several = len({found.source.origin for found in results}) > 1
         for found in results:
             before = dump_yaml(found.created).splitlines(True)
             after = dump_yaml(found.document).splitlines(True)
             where = "as written" if found.created is found.source.document else "as the API server creates it"
-            label = found.source.label
+            label = f"{found.source.origin}: {found.source.label}" if several else found.source.label
             out.writelines(difflib.unified_diff(before, after, f"{label} ({where})", f"{label} (tailored)"))
         return
     out.write("---\n".join(dump_yaml(document) for document in preview.documents))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import ROUND_FLOOR, Decimal
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -118,8 +118,12 @@ def boost_container(
     profile: ContainerProfile | None,
     injected: Mapping[str, str],
     limit_ranges: Sequence[LimitRangeItem],
+    room: Mapping[str, tuple[Decimal, str]] | None = None,
 ) -> tuple[Boosted | None, str]:
     """The container's boost, or None and why not (empty: nothing worth saying).
+
+    `room`: "requests.cpu" / "limits.cpu" -> how much more the Pod may ask and what holds it (the
+    largest node it fits, a ResourceQuota): the boost stays within it.
 
     `injected`: this container's values pod-tailor is setting ("requests.cpu" -> "250m"); the boost
     starts from the container as it will be created, whoever set its request.
@@ -152,7 +156,17 @@ def boost_container(
         if target > allowed:
             target = allowed
             capped.append(f"LimitRange max {render('cpu', ceiling)}")
-    target = target.quantize(Decimal("0.001"))
+    for key, (extra, holder) in (room or {}).items():
+        if key == "requests.cpu":
+            allowed = request + extra
+        elif key == "limits.cpu" and ratio is not None:
+            allowed = request + extra / ratio
+        else:
+            continue
+        if target > allowed:
+            target = allowed
+            capped.append(holder)
+    target = target.quantize(Decimal("0.001"), rounding=ROUND_FLOOR)
     if target <= request:
         return None, ""
     new_limit = (target * ratio).quantize(Decimal("0.001")) if ratio is not None else None

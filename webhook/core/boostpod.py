@@ -8,6 +8,7 @@ label the boost controller watches and the record it reads (`webhook.core.boostm
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from decimal import Decimal
 from typing import Any
 
 from webhook.core.boost import Boosted, BoostPolicy, boost_container, boost_record, cluster_can_resize
@@ -19,7 +20,7 @@ from webhook.core.patch import PatchBuilder
 from webhook.core.pod import ContainerRef
 from webhook.core.policy import Policy
 from webhook.core.profile import ContainerProfile, WorkloadProfiles
-from webhook.core.quantity import render
+from webhook.core.quantity import parse, render
 
 __all__ = ["apply_boost", "boost_pod"]
 
@@ -33,6 +34,7 @@ def boost_pod(
     limit_ranges: Sequence[LimitRangeItem],
     server_version: tuple[int, int] | None,
     blocked: Mapping[str, str],
+    room: dict[str, tuple[Decimal, str]] | None = None,
 ) -> tuple[list[tuple[ContainerRef, Boosted]], list[tuple[str, str]]]:
     """The boosts of a Pod's regular containers, and (target, note) for what was not boosted and why.
 
@@ -61,12 +63,26 @@ def boost_pod(
             profile=profiles.get(ref.name),
             injected=values.get(ref.name, {}),
             limit_ranges=limit_ranges,
+            room=room,
         )
         if found is not None:
             boosted.append((ref, found))
+            if room:
+                _take(room, found)
         elif why_not:
             notes.append((ref.name, why_not))
     return boosted, notes
+
+
+def _take(room: dict[str, tuple[Decimal, str]], found: Boosted) -> None:
+    """Less room for the next container: what this boost added to the request and the limit."""
+    steady_request = parse(found.steady.request)
+    added = {"requests.cpu": found.request - steady_request}
+    if found.limit is not None and found.steady.limit is not None:
+        added["limits.cpu"] = found.limit - parse(found.steady.limit)
+    for key, amount in added.items():
+        if key in room:
+            room[key] = (room[key][0] - amount, room[key][1])
 
 
 def apply_boost(
@@ -81,6 +97,8 @@ def apply_boost(
     pod_level: frozenset[str],
     patch: PatchBuilder,
     notes: list[Note],
+    room: dict[str, tuple[Decimal, str]] | None = None,
+    boosted_values: list[Injection] | None = None,
 ) -> list[Injection]:
     """The start-up boost (webhook.core.boost): patched in, recorded for the boost controller, explained.
 
@@ -106,9 +124,14 @@ def apply_boost(
         limit_ranges=facts.limit_ranges,
         server_version=facts.server_version,
         blocked=blocked,
+        room=room,
     )
     notes += [Note(target, text) for target, text in said]
     for ref, found in boosted:
+        if boosted_values is not None:  # as the Pod is created, for what it charges its quotas
+            boosted_values.append(Injection(ref.name, "requests.cpu", render("cpu", found.request), ""))
+            if found.limit is not None:
+                boosted_values.append(Injection(ref.name, "limits.cpu", render("cpu", found.limit), ""))
         patch.set((*ref.path, "resources", "requests", "cpu"), render("cpu", found.request))
         if found.limit is not None:
             patch.set((*ref.path, "resources", "limits", "cpu"), render("cpu", found.limit))

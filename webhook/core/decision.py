@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from enum import StrEnum
 from typing import Any, NamedTuple
 
-__all__ = ["POD_TARGET", "Basis", "Decision", "Injection", "Note", "PatchOp"]
+__all__ = ["POD_TARGET", "Basis", "Cap", "Decision", "Injection", "Note", "PatchOp"]
 
 PatchOp = dict[str, Any]  # one RFC 6902 operation: {"op": ..., "path": ..., "value": ...}
 POD_TARGET = "pod"  # the target of pod-level values (the grace period) and of notes about the whole Pod
@@ -51,6 +53,24 @@ class Note:
 
 
 @dataclass(frozen=True, slots=True)
+class Cap:
+    """One value a rule lowered (or left unset) so the Pod still runs: for the annotation, the
+    warnings and the metrics."""
+
+    rule: str  # "fit" (node fit) | "quota" (ResourceQuota)
+    target: str  # container name
+    field: str  # "requests.cpu", "limits.memory", ...
+    before: str
+    after: str | None  # None: pod-tailor's value left out
+    reason: str
+
+    def describe(self) -> str:
+        resource = self.field.split(".", 1)[1]
+        after = "unset" if self.after is None else self.after
+        return f"{self.target}: {resource} {self.before} capped to {after}: {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
 class Decision:
     """The engine's whole answer; `skipped` is set (with a reason) when the Pod was left alone."""
 
@@ -61,6 +81,9 @@ class Decision:
     policy: str = "default"
     workload: str = field(default="")
     notes: tuple[Note, ...] = ()  # in the annotation and the dry-run warnings, not a warning of its own
+    caps: tuple[Cap, ...] = ()  # values node fit or quota lowered
+    # quota name -> key -> what the Pod counts against it (for the server's ledger of recent Pods)
+    charges: Mapping[str, Mapping[str, Decimal]] = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:

@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 from webhook.core.annotations import within_limits
+from webhook.core.caps import as_created
 from webhook.core.decision import POD_TARGET, Decision
 from webhook.core.explain import explanation
 from webhook.core.facts import ClusterFacts
@@ -32,9 +34,10 @@ from webhook.core.pod import INJECTED_ANNOTATION, containers, exclusions, malfor
 from webhook.core.policy import Policy
 from webhook.core.profile import WorkloadProfiles
 from webhook.core.qos import qos_class
+from webhook.core.quotafit import charges
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
 from webhook.core.statistic import for_workload
-from webhook.core.steps import check_headroom, hold, probe, shut_down, size, start_boost
+from webhook.core.steps import check_headroom, fit, hold, probe, quota, shut_down, size, start_boost
 from webhook.core.steps.context import Context, Step, open_context
 from webhook.core.workload import WorkloadKey, pod_workload
 
@@ -44,9 +47,11 @@ __all__ = ["STEPS", "decide", "tailor"]
 STEPS: tuple[Step, ...] = (
     hold.STEP,  # which resources an autoscaler owns
     size.STEP,  # requests and limits
+    fit.STEP,  # held to the largest node the Pod may land on
+    quota.STEP,  # within the namespace's ResourceQuotas; what they require supplied
     probe.STEP,  # readiness, startup and liveness probes
     shut_down.STEP,  # preStop sleep and grace period
-    start_boost.STEP,  # start-up CPU boost
+    start_boost.STEP,  # start-up CPU boost, within the room node fit and quota left
     check_headroom.STEP,  # HPA warnings
 )
 
@@ -93,15 +98,26 @@ def _tailor_checked(
     return _decision(ctx, label=label)
 
 
+def _charges(ctx: Context) -> dict[str, dict[str, Decimal]]:
+    """What the Pod, as it will be created, counts against each of the namespace's quotas."""
+    if not ctx.facts.quotas:
+        return {}
+    return charges(as_created(ctx.pod, [*ctx.injections, *ctx.boosted]), ctx.facts.quotas)
+
+
 def _decision(ctx: Context, *, label: str) -> Decision:
     """The steps' work as a `Decision`, with the explanation annotation when anything was injected."""
     policy = ctx.policy.name
+    caps, charged = tuple(ctx.caps), _charges(ctx)
     # Steps add feature by feature; people read container by container (the Pod's order, `pod` last).
     order = {ref.name: index for index, ref in enumerate(containers(ctx.pod))}
     order.setdefault(POD_TARGET, len(order))
     notes = sorted(ctx.notes, key=lambda note: order.get(note.target, len(order)))
     if not ctx.injections:
-        return Decision(warnings=tuple(ctx.warnings), policy=policy, workload=label, notes=tuple(notes))
+        return Decision(
+            warnings=tuple(ctx.warnings), policy=policy, workload=label, notes=tuple(notes), caps=caps,
+            charges=charged,
+        )
     injections = sorted(ctx.injections, key=lambda injection: order.get(injection.target, len(order)))
     previous = ctx.annotations.get(INJECTED_ANNOTATION)
     text = explanation(
@@ -121,6 +137,8 @@ def _decision(ctx: Context, *, label: str) -> Decision:
         policy=policy,
         workload=label,
         notes=tuple(notes),
+        caps=caps,
+        charges=charged,
     )
 
 
@@ -132,12 +150,15 @@ def decide(
     profiles: ProfileSnapshot,
     workload: WorkloadKey | None = None,
     checked: bool = False,
+    pending: Mapping[str, Mapping[str, Decimal]] | None = None,
 ) -> tuple[NamespaceSettings, Decision]:
     """Resolve the namespace's settings, facts and the workload's profiles from snapshots, then `tailor`.
 
     `workload` defaults to the Pod's own owner chain; the preview passes the manifest's workload.
     `checked`: the caller found `malformed(pod)` None already (the admission path refuses such a Pod
-    with a 400 before deciding), so it is not checked twice.
+    with a 400 before deciding), so it is not checked twice. `pending`: what Pods admitted in the
+    last seconds charge the namespace's quotas that their status does not show yet (the server's
+    ledger; `webhook.core.quota`).
     """
     settings = cluster.settings_for(namespace)
     policy = cluster.policies.get(settings.policy)
@@ -155,13 +176,10 @@ def decide(
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
     sized, statistic_notes = for_workload(profiles.for_workload(workload), policy.usage, annotations)
     notes += statistic_notes
-    decision = _tailor_checked(
-        pod,
-        policy=policy,
-        profiles=sized,
-        facts=cluster.facts_for(namespace),
-        workload=workload,
-    )
+    facts = cluster.facts_for(namespace)
+    if pending:
+        facts = dataclasses.replace(facts, pending=pending)
+    decision = _tailor_checked(pod, policy=policy, profiles=sized, facts=facts, workload=workload)
     if notes:
         decision = dataclasses.replace(decision, warnings=(*notes, *decision.warnings))
     return settings, decision

@@ -1,4 +1,5 @@
-"""Cluster facts the engine may use: server version, the namespace's LimitRanges, autoscalers, Services."""
+"""Cluster facts the engine may use: server version, the namespace's LimitRanges, autoscalers, Services,
+the nodes and the namespace's ResourceQuotas."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
 from webhook.core.autoscalers import Autoscalers, NamespaceAutoscalers, around
+from webhook.core.nodefit import NodeIndex
 from webhook.core.quantity import QuantityError, parse
+from webhook.core.quota import Quota
 from webhook.core.routes import NamespaceTraffic
 from webhook.core.workload import WorkloadKey
 
@@ -36,6 +39,10 @@ class ClusterFacts:
     limit_ranges: tuple[LimitRangeItem, ...] = ()
     autoscalers: NamespaceAutoscalers = field(default_factory=dict)  # HPAs and VPAs by target
     traffic: NamespaceTraffic | None = None  # Services and routes; None: not known (no cluster watch)
+    nodes: NodeIndex | None = None  # None: not known (no watch, or Nodes may not be listed)
+    quotas: tuple[Quota, ...] = ()  # the namespace's ResourceQuotas
+    # quota name -> key -> what Pods admitted in the last seconds charge it that its status does not show
+    pending: Mapping[str, Mapping[str, Decimal]] = field(default_factory=dict)
 
     def around(self, pod: Mapping[str, Any], workload: WorkloadKey | None) -> Autoscalers:
         """The HPAs and VPAs that target the workload of `pod` (see `webhook.core.autoscalers`)."""

@@ -68,6 +68,11 @@ class SpecInputs(TypedDict, total=False):
     resources: Any
     os: Any
     nodeSelector: Any
+    affinity: Any  # required node affinity: node fit
+    tolerations: Any
+    overhead: Any
+    priorityClassName: Any  # quota scopes
+    activeDeadlineSeconds: Any
     containers: list[ContainerInputs]
     initContainers: list[ContainerInputs]
 

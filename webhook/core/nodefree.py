@@ -16,7 +16,7 @@ from typing import Any
 
 from webhook.core.quantity import QuantityError, parse
 
-__all__ = ["RESOURCES", "cpu_memory", "free_allocatable", "pod_requests"]
+__all__ = ["RESOURCES", "cpu_memory", "free_allocatable", "pod_limits", "pod_requests"]
 
 RESOURCES = ("cpu", "memory")
 _DONE = ("Succeeded", "Failed")
@@ -52,11 +52,22 @@ def _infeasible(pod: Mapping[str, Any]) -> bool:
 
 
 def pod_requests(pod: Mapping[str, Any]) -> dict[str, Decimal]:
-    """The Pod's effective cpu and memory requests as the scheduler counts them on its node."""
+    """The Pod's effective cpu and memory requests as the scheduler counts them on its node (and quota
+    admission counts them against `requests.*`)."""
+    return _effective(pod, "requests")
+
+
+def pod_limits(pod: Mapping[str, Any]) -> dict[str, Decimal]:
+    """The Pod's cpu and memory limits as quota admission counts them against `limits.*` (a container
+    without a limit counts nothing: a quota on limits refuses such a Pod anyway)."""
+    return _effective(pod, "limits")
+
+
+def _effective(pod: Mapping[str, Any], section: str) -> dict[str, Decimal]:
+    """Pod-level `spec.resources` where set, else the containers' (init peaks against the running sum),
+    plus `overhead`."""
     spec, status = pod.get("spec") or {}, pod.get("status") or {}
-    pod_level = cpu_memory((spec.get("resources") or {}).get("requests"))
-    if pod_level:
-        return _largest(pod_level, cpu_memory(spec.get("overhead")))
+    pod_level = cpu_memory((spec.get("resources") or {}).get(section))
     statuses = {
         s.get("name"): s
         for group in ("containerStatuses", "initContainerStatuses")
@@ -67,9 +78,10 @@ def pod_requests(pod: Mapping[str, Any]) -> dict[str, Decimal]:
 
     def container(body: Mapping[str, Any]) -> dict[str, Decimal]:
         seen = statuses.get(body.get("name")) or {}
-        desired = cpu_memory((body.get("resources") or {}).get("requests")) if desired_counts else {}
-        actual = cpu_memory((seen.get("resources") or {}).get("requests"))
-        return _largest(desired, actual, cpu_memory(seen.get("allocatedResources")))
+        desired = cpu_memory((body.get("resources") or {}).get(section)) if desired_counts else {}
+        actual = cpu_memory((seen.get("resources") or {}).get(section))
+        allocated = cpu_memory(seen.get("allocatedResources")) if section == "requests" else {}
+        return _largest(desired, actual, allocated)
 
     total: dict[str, Decimal] = {}
     sidecars: dict[str, Decimal] = {}
@@ -86,7 +98,10 @@ def pod_requests(pod: Mapping[str, Any]) -> dict[str, Decimal]:
             total[resource] = total.get(resource, Decimal(0)) + value
     running = {r: total.get(r, Decimal(0)) + sidecars.get(r, Decimal(0)) for r in RESOURCES}
     overhead = cpu_memory(spec.get("overhead"))
-    return {r: max(running[r], init_peak.get(r, Decimal(0))) + overhead.get(r, Decimal(0)) for r in RESOURCES}
+    return {
+        r: pod_level.get(r, max(running[r], init_peak.get(r, Decimal(0)))) + overhead.get(r, Decimal(0))
+        for r in RESOURCES
+    }
 
 
 def free_allocatable(node: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> dict[str, Decimal] | None:

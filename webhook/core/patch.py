@@ -65,6 +65,21 @@ class PatchBuilder:
         exists = isinstance(node, dict) and last in node and node[last] is not None
         self._ops.append({"op": "replace" if exists else "add", "path": pointer(path), "value": value})
 
+    def drop(self, path: Path) -> None:
+        """Take back what this patch set at `path` (a value the Pod did not have): the op that sets it,
+        or its member in an object this patch adds."""
+        target = pointer(path)
+        self._ops = [op for op in self._ops if op["path"] != target]
+        for depth in range(len(path) - 1, 0, -1):
+            created = self._created.get(path[:depth])
+            if created is not None:
+                inner: Any = created
+                for key in path[depth:-1]:
+                    inner = inner.get(str(key)) if isinstance(inner, dict) else None
+                if isinstance(inner, dict):
+                    inner.pop(str(path[-1]), None)
+                return
+
     def _build(self, keys: Path, value: Any, at: Path) -> dict[str, Any]:
         """A new object at `at` holding `value` under `keys`; every level is remembered for later fills."""
         root: dict[str, Any] = {}

@@ -15,7 +15,9 @@ from typing import Any, TypeVar
 from webhook.core.boost import BoostPolicy, boost_policy
 from webhook.core.holds import AutoscalerPolicy, autoscaler_policy
 from webhook.core.inplace import InPlacePolicy, in_place_policy
+from webhook.core.nodefit import FitPolicy, fit_policy
 from webhook.core.quantity import QuantityError, parse
+from webhook.core.quota import QuotaPolicy, quota_policy
 from webhook.core.routes import PathKind
 from webhook.core.statistic import UsageStatistic, usage_statistic
 
@@ -122,6 +124,8 @@ class Policy:
     in_place: InPlacePolicy = field(default_factory=InPlacePolicy)  # webhook.core.inplace
     # profiles.cpu / profiles.memory: which statistic sizes the requests (webhook.core.statistic)
     usage: UsageStatistic = field(default_factory=UsageStatistic)
+    fit: FitPolicy = field(default_factory=FitPolicy)  # webhook.core.fit
+    quota: QuotaPolicy = field(default_factory=QuotaPolicy)  # webhook.core.quota
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,7 +250,7 @@ def _probe(reader: _Reader, *, readiness: bool) -> ProbeShape:
 def _policy(name: str, reader: _Reader) -> Policy:
     reader.only(
         "features", "resources", "limitRanger", "profiles", "probes", "preStop", "drainSeconds",
-        "autoscalers", "startupBoost", "inPlace",
+        "autoscalers", "startupBoost", "inPlace", "fit", "quota",
     )
     features = reader.child("features").only(*FEATURES)
     resources = reader.child("resources")
@@ -288,6 +292,8 @@ def _policy(name: str, reader: _Reader) -> Policy:
         startup_boost=boost_policy(reader.child("startupBoost")),
         in_place=in_place_policy(reader.child("inPlace")),
         usage=usage_statistic(profiles),
+        fit=fit_policy(reader.child("fit")),
+        quota=quota_policy(reader.child("quota")),
     )
 
 

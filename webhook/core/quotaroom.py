@@ -14,31 +14,12 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
-from webhook.core.quantity import QuantityError, parse
+from webhook.core.quota import parse_quota, room
 
 __all__ = ["quota_room"]
-
-_KEYS = {
-    "requests.cpu": "requests.cpu", "cpu": "requests.cpu",
-    "requests.memory": "requests.memory", "memory": "requests.memory",
-    "limits.cpu": "limits.cpu", "limits.memory": "limits.memory",
-}  # fmt: skip
 
 
 def quota_room(quotas: Iterable[Mapping[str, Any]]) -> dict[str, Decimal]:
     """ "requests.cpu" (and the other three) -> the smallest `hard - used` over the quotas; a key no
     quota tracks is absent (no limit). A quota whose status is not written yet counts nothing used."""
-    room: dict[str, Decimal] = {}
-    for quota in quotas:
-        hard = (quota.get("spec") or {}).get("hard") or {}
-        used = (quota.get("status") or {}).get("used") or {}
-        for key, value in hard.items():
-            name = _KEYS.get(str(key))
-            if name is None:
-                continue
-            try:
-                left = parse(value) - parse(used.get(key, "0"))
-            except QuantityError:
-                continue
-            room[name] = min(room.get(name, left), left)
-    return room
+    return {key: left for key, (left, _name) in room(parse_quota(quota) for quota in quotas).items()}

@@ -14,8 +14,10 @@ from webhook.core.autoscalers import NamespaceAutoscalers
 from webhook.core.facts import ClusterFacts, LimitRangeItem
 from webhook.core.inputs import BASE_LABEL_KEYS
 from webhook.core.namespace import Mode, NamespaceSettings, namespace_settings
+from webhook.core.nodefit import NodeIndex
 from webhook.core.policy import PolicySet
 from webhook.core.profile import ProfileIndex, WorkloadProfiles
+from webhook.core.quota import Quota
 from webhook.core.routes import NamespaceTraffic
 from webhook.core.workload import WorkloadKey
 
@@ -28,7 +30,8 @@ _NO_TRAFFIC = NamespaceTraffic()
 
 @dataclass(frozen=True, slots=True)
 class ClusterSnapshot:
-    """Policies, namespace labels, LimitRanges, autoscalers, Services, server version, as of `taken_at`."""
+    """Policies, namespace labels, LimitRanges, autoscalers, Services, nodes, quotas, server version,
+    as of `taken_at`."""
 
     policies: PolicySet
     default_mode: Mode = Mode.ENFORCE  # for namespaces not (yet) known
@@ -42,6 +45,8 @@ class ClusterSnapshot:
     # traffic path is known, which is not the same as "no Service selects it".
     traffic: Mapping[str, NamespaceTraffic] | None = None
     label_keys: Mapping[str, frozenset[str]] = field(default_factory=dict)  # see label_keys_read
+    nodes: NodeIndex | None = None  # None: not known (embedded mode, or Nodes may not be listed)
+    quotas: Mapping[str, tuple[Quota, ...]] = field(default_factory=dict)  # by namespace
 
     def settings_for(self, namespace: str) -> NamespaceSettings:
         labels = None if self.namespaces is None else self.namespaces.get(namespace)
@@ -66,6 +71,8 @@ class ClusterSnapshot:
             limit_ranges=self.limit_ranges.get(namespace, ()),
             autoscalers=self.autoscalers.get(namespace, _NO_AUTOSCALERS),
             traffic=None if self.traffic is None else self.traffic.get(namespace, _NO_TRAFFIC),
+            nodes=self.nodes,
+            quotas=self.quotas.get(namespace, ()),
         )
 
 

@@ -149,11 +149,11 @@ def create_dashboard(keeper: FleetKeeper, *, background: bool = True) -> FastAPI
         return html(pages.namespace_page(fleet, namespace, sort=sort, order=order, error=keeper.error))
 
     @app.get("/namespaces/{namespace}/{kind}/{name}")
-    async def workload(namespace: str, kind: str, name: str) -> Response:
+    async def workload(namespace: str, kind: str, name: str, source: str = "") -> Response:
         fleet = keeper.current
         if fleet is None:
             return unready(False)
-        found = fleet.index.get((namespace, kind, name))
+        found = fleet.find(namespace, kind, name, source)
         if found is None:
             return missing(f"{kind}/{name} in namespace {namespace} is not in the report", api=False)
         return html(pages.workload_page(fleet, found))
@@ -181,11 +181,11 @@ def create_dashboard(keeper: FleetKeeper, *, background: bool = True) -> FastAPI
         return _json(_namespace(fleet, namespace))
 
     @app.get("/api/namespaces/{namespace}/{kind}/{name}")
-    async def api_workload(namespace: str, kind: str, name: str) -> Response:
+    async def api_workload(namespace: str, kind: str, name: str, source: str = "") -> Response:
         fleet = keeper.current
         if fleet is None:
             return unready(True)
-        found = fleet.index.get((namespace, kind, name))
+        found = fleet.find(namespace, kind, name, source)
         if found is None:
             return missing(f"{kind}/{name} in namespace {namespace} is not in the report", api=True)
         return _json(fleet.workload_json(found))

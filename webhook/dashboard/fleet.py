@@ -43,16 +43,26 @@ class Fleet:
     dry_run: DryRunSeen
     seconds: float = 0.0  # how long the load took
     not_opted_in: tuple[str, ...] = ()  # namespaces of the cluster left out: not labelled, no -A
-    encoded: dict[Key, bytes] = field(default_factory=dict)  # each workload's JSON, made once when asked
+    encoded: dict[int, bytes] = field(default_factory=dict)  # id(workload) -> its JSON, made once when asked
 
     def workload_json(self, workload: WorkloadReport) -> bytes:
         """The workload's document as JSON, encoded on first use: a namespace of thousands is served
         from these pieces instead of being encoded again for every request."""
-        key = (workload.namespace, workload.kind, workload.name)
-        found = self.encoded.get(key)
+        found = self.encoded.get(id(workload))  # not by name: two files may hold the same one
         if found is None:
-            found = self.encoded[key] = orjson.dumps(workload_document(workload))
+            found = self.encoded[id(workload)] = orjson.dumps(workload_document(workload))
         return found
+
+    def find(self, namespace: str, kind: str, name: str, source: str = "") -> WorkloadReport | None:
+        """The workload of that name; with `source`, the one read from that file (same-named workloads
+        of different files are different rows)."""
+        if source:
+            return next(
+                (w for w in self.by_namespace.get(namespace, ())
+                 if (w.kind, w.name, w.source) == (kind, name, source)),
+                None,
+            )
+        return self.index.get((namespace, kind, name))
 
     @classmethod
     def of(

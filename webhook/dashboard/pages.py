@@ -33,7 +33,8 @@ def namespace_href(namespace: str) -> str:
 
 
 def workload_href(workload: WorkloadReport) -> str:
-    return f"/namespaces/{quote(workload.namespace)}/{quote(workload.kind)}/{quote(workload.name)}"
+    path = f"/namespaces/{quote(workload.namespace)}/{quote(workload.kind)}/{quote(workload.name)}"
+    return path + (f"?source={quote(workload.source, safe='')}" if workload.source else "")
 
 
 def _age(epoch: float, now: float) -> str:

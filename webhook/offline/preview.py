@@ -112,7 +112,8 @@ def _sources(
     for document in documents:
         for obj in document.objects:
             try:
-                found[id(obj)] = pod_source(obj, namespace=namespace)
+                source = pod_source(obj, namespace=namespace)
+                found[id(obj)] = source and dataclasses.replace(source, origin=document.origin)
             except SourceError as exc:
                 problems.append(f"{document.origin}:{document.line}: {exc}")
     return found

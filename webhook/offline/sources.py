@@ -52,6 +52,7 @@ class PodSource:
     namespace: str
     workload: WorkloadKey
     is_review: bool = False
+    origin: str = ""  # the file it was read from, when the preview read several
 
     @property
     def label(self) -> str:

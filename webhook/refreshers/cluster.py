@@ -23,7 +23,7 @@ from kubernetes import client
 from webhook.cluster import metrics
 from webhook.cluster.config import SERVICE_ACCOUNT_DIR, ClusterConfig, discover
 from webhook.cluster.policy_source import PolicySource
-from webhook.cluster.resources import WatchSpec, watch_specs
+from webhook.cluster.resources import NODES, RESOURCEQUOTAS, WatchSpec, watch_specs
 from webhook.cluster.snapshot import ParseCache, build_snapshot
 from webhook.cluster.watch import Watched
 from webhook.config.policies import bundled_policies, load_policy_file
@@ -152,6 +152,8 @@ class ClusterRefresher:
             absent_retry=self.settings.resync_seconds,
             relevant=spec.relevant,
             on_failure=functools.partial(self._watch_failed, spec.resource),
+            forbidden_ok=spec.forbidden_ok,
+            keep=spec.keep,
         )
 
     def _spawn(self, target: Any, name: str) -> None:
@@ -206,6 +208,18 @@ class ClusterRefresher:
             return
         state.health.ok(self.name)
 
+    def _note_forbidden(self, state: State) -> None:
+        """Collections a feature can do without, that the API server forbids: said in /readyz notes."""
+        for name, feature in ((NODES, "node fit"), (RESOURCEQUOTAS, "quota")):
+            watched = self._watched.get(name)
+            if watched is None:
+                continue
+            metrics.CLUSTER_FACTS_KNOWN.labels(name).set(0 if watched.forbidden else 1)
+            if watched.forbidden:
+                state.notes[name] = f"{name} may not be listed (403): {feature} is off, Pods sized as before"
+            else:
+                state.notes.pop(name, None)
+
     def _build_and_swap(self, state: State, *, touch: bool) -> None:
         with self._rebuild_lock:
             configmaps = self._watched["configmaps"].objects() if "configmaps" in self._watched else []
@@ -219,10 +233,12 @@ class ClusterRefresher:
             if touch:
                 self.fresh_at = time.time()
             assert self._config is not None
+            self._note_forbidden(state)
             snapshot = build_snapshot(
                 policies=outcome.policies,
                 settings=self.settings,
-                objects={name: watched.objects() for name, watched in self._watched.items()},
+                objects={name: watched.objects() for name, watched in self._watched.items()
+                         if not watched.forbidden},
                 server_version=self.server_version,
                 taken_at=self.fresh_at,
                 source=f"cluster {self._config.host}; policy from {outcome.origin}",

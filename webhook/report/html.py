@@ -27,7 +27,8 @@ CHARTED = 100  # workloads drawn in full in the html report
 
 
 def _anchor(workload: WorkloadReport) -> str:
-    return f"#w-{workload.namespace}-{workload.kind}-{workload.name}"
+    source = f"-{workload.source}" if workload.source else ""  # two files may hold the same workload
+    return f"#w-{workload.namespace}-{workload.kind}-{workload.name}{source}"
 
 
 def _weight(workload: WorkloadReport) -> float:

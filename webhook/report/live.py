@@ -194,7 +194,8 @@ def _facts(
             call = spec.list_call(api, settings)
             objects[spec.resource] = list_all(call, field_selector=selector) if selector else list_all(call)
         except ApiException as exc:
-            objects[spec.resource] = []
+            if not spec.forbidden_ok:  # nodes, quotas: left out is "not known", not "none"
+                objects[spec.resource] = []
             if not (spec.optional and exc.status == 404):
                 problems.append(f"cannot list {spec.resource} ({one_line_error(exc)}): decided without them")
         except Exception as exc:  # connection refused, TLS, DNS: there is no cluster to report on

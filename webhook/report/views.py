@@ -194,7 +194,8 @@ def _adds(container: ContainerReport) -> str:
 
 
 def container_rows(workloads: Iterable[WorkloadReport], *, link: Link | None = None) -> str:
-    """One row per container, as `-o table` prints them."""
+    """One row per container, then one for the Pod's own values (grace, the workload's warnings), as
+    `-o table` prints them."""
     rows: list[list[Cell]] = []
     for workload in workloads:
         label = f"{workload.kind}/{workload.name}"
@@ -218,9 +219,14 @@ def container_rows(workloads: Iterable[WorkloadReport], *, link: Link | None = N
                     ),
                     escape(body.origins),
                     _adds(body),
-                    escape("; ".join([*body.warnings, *workload.warnings])) or "-",
+                    escape("; ".join(body.warnings)) or "-",
                 ]
             )
+        if workload.pod_adds or workload.warnings:  # the Pod's own values: a row of their own
+            adds = ", ".join(_SHORT.get(a.field, a.field) for a in workload.pod_adds) or "-"
+            warnings = "; ".join(workload.warnings) or "-"
+            rows.append([escape(workload.namespace), (name, label), "(pod)", "", "", "", escape(adds),
+                         escape(warnings)])
     headers = [
         "namespace",
         "workload",

@@ -37,6 +37,7 @@ class _AdmissionCounts(Collector):
         self.buckets = [0] * (len(_BUCKETS) + 1)  # the last one is +Inf
         self.latency_sum = 0.0
         self.dry_run = DryRunCounts()  # per namespace: what dry-run mode would have set
+        self.capped: defaultdict[tuple[str, str, bool], int] = defaultdict(int)  # rule, namespace, applied
 
     def record(self, answer: Answer, seconds: float) -> None:
         self.outcomes[answer.outcome] += 1
@@ -49,6 +50,8 @@ class _AdmissionCounts(Collector):
         applied = answer.applied
         for kind, source, count in answer.injection_counts:
             self.injections[(kind, source, applied)] += count
+        for rule in answer.capped:
+            self.capped[(rule, answer.namespace or "", applied)] += 1
 
     def collect(self) -> Iterator[Metric]:
         requests = CounterMetricFamily(
@@ -80,6 +83,15 @@ class _AdmissionCounts(Collector):
         for reason, count in self.reasons.items():
             errors.add_metric([reason.value], count)
         yield errors
+        capped = CounterMetricFamily(
+            "pod_tailor_capped_decisions",
+            "Decisions in which a value was lowered so the Pod still runs, by rule (fit: the largest node "
+            "the Pod may land on; quota: the namespace's ResourceQuotas) and namespace.",
+            labels=["rule", "namespace", "applied"],
+        )
+        for (rule, namespace, applied), count in sorted(self.capped.items()):
+            capped.add_metric([rule, namespace, "true" if applied else "false"], count)
+        yield capped
         yield from self.dry_run.collect()
 
 

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from webhook.admission import Answer, Engine, Outcome, VerdictCache, admit, shed, too_large
+from webhook.admission.ledger import QuotaLedger
 from webhook.config.settings import Settings
 from webhook.refreshers.state import State
 from webhook.server.deadline import BUDGET, request_timeout
@@ -103,6 +104,7 @@ class MutateEndpoint:
         self.settings, self.state, self.engine, self.cache = settings, state, engine, cache
         self.gate, self.metrics, self.counts = gate, metrics, counts
         self.requests_log = RequestLog()
+        self.ledger = QuotaLedger()  # Pods admitted in the last seconds, by quota (quota status lags)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
@@ -151,7 +153,10 @@ class MutateEndpoint:
             late = shed(body, gate.count(ShedReason.DEADLINE))
             if late is not None:
                 return late
-        return admit(body, cluster=state.cluster, profiles=state.profiles, engine=engine, cache=self.cache)
+        return admit(
+            body, cluster=state.cluster, profiles=state.profiles, engine=engine, cache=self.cache,
+            ledger=self.ledger,
+        )
 
     def log(self, answer: Answer, seconds: float) -> None:
         failed = answer.status >= 500 or answer.outcome is Outcome.ERROR

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, NamedTuple
 
 from webhook.core.autoscalers import Autoscalers
-from webhook.core.decision import Injection, Note
+from webhook.core.decision import Cap, Injection, Note
 from webhook.core.facts import ClusterFacts
 from webhook.core.holds import Hold
 from webhook.core.patch import PatchBuilder
@@ -67,6 +68,10 @@ class Context:
     holds: dict[str, Mapping[str, Hold]] = field(default_factory=dict)  # container -> resource -> Hold
     sleeps: list[int] = field(default_factory=list)  # preStop sleeps added, in seconds
     skipped: str | None = None  # set by a step that leaves the whole Pod alone: no later step runs
+    caps: list[Cap] = field(default_factory=list)  # values node fit and quota lowered
+    # "requests.cpu" / "limits.cpu" -> how much more the Pod may ask (the node, the quotas): the boost's room
+    room: dict[str, tuple[Decimal, str]] = field(default_factory=dict)
+    boosted: list[Injection] = field(default_factory=list)  # the boosted cpu values, as requests/limits
 
     @property
     def targeted(self) -> frozenset[int | str]:

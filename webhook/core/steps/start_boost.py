@@ -1,8 +1,9 @@
 """Step: the start-up CPU boost (`webhook.core.boostpod`), when the policy turns it on.
 
-Reads the injections so far (the sized requests), `holds`, `pod_level`, the profiles and the server
-version. Adds the boosted requests, `resizePolicy`, the boost label and record, and notes for what
-was not boosted.
+Reads the injections so far (the sized requests), `holds`, `pod_level`, the profiles, the server
+version and the `room` node fit and quota left (the boost stays on a node the Pod fits and within
+its quotas). Adds the boosted requests, `resizePolicy`, the boost label and record, and notes for what
+was not boosted, and `boosted` (the boosted values, for what the Pod charges its quotas).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ def _run(ctx: Context) -> None:
     ctx.injections += apply_boost(
         ctx.pod, ctx.sizeable, policy=ctx.policy, profiles=ctx.profiles, injections=ctx.injections,
         facts=ctx.facts, holds=ctx.holds, pod_level=ctx.pod_level, patch=ctx.patch, notes=ctx.notes,
+        room=dict(ctx.room), boosted_values=ctx.boosted,
     )
 
 

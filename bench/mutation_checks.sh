@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Each guard test fails against the mutation its docstring names: the tracked files are copied to a
+# scratch directory (with ../shared linked beside it), one `sed` is applied to one file there, and the
+# named tests run against the copy with this checkout's .venv. "killed" when they fail; "SURVIVED" when
+# they pass (the guard guards nothing); "NOT APPLIED" when the sed changed nothing (the code moved on:
+# update the row). Never touches this checkout.
+#
+#     bash bench/mutation_checks.sh              # every row (~10 min on two shared cores)
+#     bash bench/mutation_checks.sh qos- cache   # rows whose name starts with one of these
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PYTHON=$ROOT/.venv/bin/python
+WORK=${MUTATION_CHECKS_DIR:-${TMPDIR:-/tmp}/pod-tailor-mutation-checks}
+REPO=$WORK/repo
+
+# name | file | sed expression (no '|': \x7c) | pytest arguments (the guard tests)
+ROWS=$(cat <<'EOF'
+qos-gt-for-ne|webhook/core/qos.py|s/counted_requests.get(name) != counted_limits\[name\]/counted_requests.get(name) > counted_limits[name]/|tests/engine/test_safer_decisions.py -k below
+qos-ge-for-gt|webhook/core/qos.py|s/if value > 0}/if value >= 0}/|tests/engine/test_safer_decisions.py -k zero
+qos-zero-request-read-as-missing|webhook/core/qos.py|s/_positive(limits . requests)/limits \x7c _positive(requests)/|tests/engine/test_safer_decisions.py -k explicit
+qos-gt-one-for-gt-zero|webhook/core/qos.py|s/if value > 0}/if value > 1}/|tests/engine/test_qos_class.py -k half
+qos-any-value-without-limits|webhook/core/qos.py|s/ or bool(counted_limits)//|tests/engine/test_qos_class.py -k zeros
+qos-break-on-unreadable|webhook/core/qos.py|/except QuantityError:/{n;s/continue/break/}|tests/engine/test_qos_class.py -k unreadable
+qos-pod-level-and-for-or|webhook/core/qos.py|s/get("requests"))) or _positive/get("requests"))) and _positive/|tests/engine/test_qos_class.py -k pod_level
+qos-injection-or-for-and|webhook/core/qos.py|s/"limits") and name in _COUNTED/"limits") or name in _COUNTED/|tests/engine/test_qos_class.py -k injections
+cache-key-without-profiles|webhook/admission/cache.py|s/ or profiles is not self._profiles//|tests/server/test_https.py::TestTheVerdictCacheThroughTheServer
+deadline-budget-100|webhook/server/deadline.py|s/^BUDGET = 0.8/BUDGET = 1.0/|tests/server/test_attacks.py -k 80_percent
+deadline-budget-50|webhook/server/deadline.py|s/^BUDGET = 0.8/BUDGET = 0.5/|tests/server/test_attacks.py -k 80_percent
+deadline-ge-for-lt|webhook/server/mutate.py|s/- arrived >= BUDGET/- arrived < BUDGET/|tests/server/test_attacks.py -k 80_percent
+layering-upward-import|webhook/core/qos.py|$a import webhook.server.deadline  # noqa: E402|tests/test_layering.py
+watch-released-not-closed|webhook/cluster/watch.py|/^            response.close()$/d|tests/cluster/test_watch_resources.py::TestStopping
+readme-enforce-not-a-mode|webhook/core/namespace.py|s/ENFORCE = "enforce"/ENFORCE = "enforced"/|tests/test_readme.py::TestAgainstTheFakeApiServer::test_opting_a_namespace_in_labels_it
+readme-policy-label-unread|webhook/core/namespace.py|s/POLICY_LABEL = PREFIX + "policy"/POLICY_LABEL = PREFIX + "policies"/|tests/test_readme.py::TestAgainstTheFakeApiServer::test_opting_a_namespace_in_labels_it
+readme-restart-not-tailored|webhook/core/namespace.py|s/ENFORCE = "enforce"/ENFORCE = "enforced"/|tests/test_readme.py::TestAgainstTheFakeApiServer::test_rollout_restart_changes_the_template
+readme-probe-path-unserved|manifests/base/webhook-deployment.yaml|s#path: /readyz#path: /ready#|tests/test_readme.py::TestAgainstTheFakeApiServer::test_rollout_status_waits
+readme-annotation-header|webhook/core/explain.py|s/f" workload={workload}"/f" for={workload}"/|tests/test_readme.py::TestAgainstTheFakeApiServer::test_reading_the_annotation_prints_it
+EOF
+)
+
+rm -rf "$WORK" && mkdir -p "$REPO"
+(cd "$ROOT" && git ls-files -z --cached --others --exclude-standard | tar --null --ignore-failed-read -T - -cf - 2>/dev/null) | tar -xf - -C "$REPO"
+for shared in "$ROOT/../shared" "$ROOT/../../shared"; do
+    if [ -d "$shared/corpus" ]; then ln -s "$(cd "$shared" && pwd)" "$WORK/shared"; break; fi
+done
+imported=$(cd "$REPO" && "$PYTHON" -c 'import webhook; print(webhook.__file__)')
+[ "$imported" = "$REPO/webhook/__init__.py" ] || { echo "the copy imports $imported, not its own webhook"; exit 2; }
+
+status=0
+while IFS='|' read -r name file expression tests; do
+    [ -n "$name" ] || continue
+    if [ $# -gt 0 ]; then
+        wanted=no
+        for prefix in "$@"; do case $name in "$prefix"*) wanted=yes ;; esac; done
+        [ $wanted = yes ] || continue
+    fi
+    cp "$ROOT/$file" "$REPO/$file"
+    sed -i -e "$expression" "$REPO/$file"
+    if cmp -s "$ROOT/$file" "$REPO/$file"; then
+        printf "%-36s NOT APPLIED  sed -i -e '%s' %s\n" "$name" "$expression" "$file"; status=1; continue
+    fi
+    # shellcheck disable=SC2086  # the test arguments are words
+    summary=$(cd "$REPO" && timeout 900 "$PYTHON" -m pytest -x -p no:cacheprovider $tests 2>&1 \
+              | grep -E '[0-9]+ (passed|failed|errors?|deselected|skipped)|no tests ran' | tail -1)
+    cp "$ROOT/$file" "$REPO/$file"
+    case $summary in
+        *failed*|*error*) verdict=killed ;;
+        *passed*) verdict=SURVIVED; status=1 ;;
+        *) verdict="NO TEST"; status=1 ;;
+    esac
+    printf "%-36s %-8s sed -i -e '%s' %s && pytest %s  -> %s\n" "$name" "$verdict" "$expression" "$file" "$tests" \
+        "$summary"
+done <<< "$ROWS"
+exit $status

@@ -1,0 +1,88 @@
+"""What Pods admitted in the last seconds charge their namespace's quotas, before the status shows it.
+
+A ResourceQuota's `status.used` reaches pod-tailor through a watch, after the Pod it counts was
+created: a ReplicaSet creating 50 Pods at once has every one of them decided against the same `used`.
+The ledger remembers what each admitted Pod (not a dry run) charges each quota that counts it
+(`Decision.charges`) and hands the sum to the engine as a fact (`decide(pending=...)`), so the 50th
+Pod sees the 49 before it.
+
+An entry expires when the quota's status has caught up: a new version of the quota seen at least
+`settle` seconds after the Pod was admitted (quota admission writes `used` while the create is in
+flight, so a status written that much later includes the Pod, or the Pod was refused), or after
+`ttl` at the latest. Counting a Pod twice for a moment only makes pod-tailor more careful. Kept in
+memory per process: each replica counts what it admitted (the API server spreads a burst over the
+replicas, so each sees part of it; the quota status covers the rest within seconds).
+
+The admission path runs on one event loop, so deciding and recording happen without a lock.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from decimal import Decimal
+
+from webhook.core.quota import Quota
+
+__all__ = ["QuotaLedger"]
+
+_Charges = Mapping[str, Decimal]
+
+
+class QuotaLedger:
+    """Per namespace and quota: the recent Pods' charges (and their running sum), and when each quota's
+    status last changed."""
+
+    def __init__(
+        self,
+        *,
+        settle: float = 5.0,
+        ttl: float = 120.0,
+        max_entries: int = 10_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.settle, self.ttl, self.max_entries, self._clock = settle, ttl, max_entries, clock
+        self._entries: dict[tuple[str, str], deque[tuple[float, _Charges]]] = {}
+        self._totals: dict[tuple[str, str], dict[str, Decimal]] = {}
+        self._versions: dict[tuple[str, str], tuple[str, float]] = {}  # version, when first seen
+
+    def __len__(self) -> int:
+        return sum(len(entries) for entries in self._entries.values())
+
+    def pending(self, namespace: str, quotas: Sequence[Quota]) -> dict[str, dict[str, Decimal]]:
+        """Quota name -> key -> what recent Pods charge it that `quotas` (as last seen) do not show."""
+        now = self._clock()
+        found: dict[str, dict[str, Decimal]] = {}
+        for quota in quotas:
+            key = (namespace, quota.name)
+            seen = self._versions.get(key)
+            if seen is None or seen[0] != quota.version:
+                seen = self._versions[key] = (quota.version, now)
+            entries = self._entries.get(key)
+            if not entries:
+                continue
+            changed_at, total = seen[1], self._totals[key]
+            while entries and (entries[0][0] + self.settle <= changed_at or entries[0][0] + self.ttl <= now):
+                self._take(total, entries.popleft()[1])
+            if entries:
+                found[quota.name] = dict(total)
+        return found
+
+    def record(self, namespace: str, charges: Mapping[str, _Charges]) -> None:
+        """Remember what a just-admitted Pod charges each quota that counts it."""
+        now = self._clock()
+        for name, amounts in charges.items():
+            key = (namespace, name)
+            entries = self._entries.setdefault(key, deque())
+            total = self._totals.setdefault(key, {})
+            entries.append((now, amounts))
+            for resource, amount in amounts.items():
+                total[resource] = total.get(resource, Decimal(0)) + amount
+            if len(entries) > self.max_entries:
+                self._take(total, entries.popleft()[1])
+
+    @staticmethod
+    def _take(total: dict[str, Decimal], charges: _Charges) -> None:
+        for resource, amount in charges.items():
+            total[resource] -= amount

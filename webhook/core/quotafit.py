@@ -1,0 +1,138 @@
+"""Quota at admission: supply what a quota requires, fall back where an injected value does not fit (pure).
+
+Per resource pod-tailor adds, against the quotas that count the Pod (`webhook.core.quota`):
+1. A quota tracking `requests.x` or `limits.x` refuses a Pod whose containers lack that value; with
+   `quota.supplyRequired` the policy's request (and, for a limit, the container's request) is
+   supplied, so the Pod is admitted.
+2. Injected values that would take the namespace past `hard` (status `used` plus the Pods admitted
+   since that the status does not show yet) come down, in proportion, to the policy minimum; when
+   even that is too much, pod-tailor's values are left out (the Pod as its author wrote it).
+`charges` is what the Pod will count against each quota, for the ledger.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from webhook.core.caps import as_created, lower, totals, unset
+from webhook.core.decision import Basis, Cap, Injection
+from webhook.core.facts import ClusterFacts
+from webhook.core.patch import PatchBuilder
+from webhook.core.pod import ContainerRef
+from webhook.core.quantity import QuantityError, parse, render
+from webhook.core.quota import Quota, applies, room
+
+if TYPE_CHECKING:
+    from webhook.core.policy import Policy
+
+__all__ = ["QuotaOutcome", "charges", "quota_pod"]
+
+_ORDER = ("requests.cpu", "requests.memory", "limits.cpu", "limits.memory")
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaOutcome:
+    caps: tuple[Cap, ...] = ()
+    warnings: tuple[str, ...] = ()
+    room: Mapping[str, Decimal] = field(default_factory=dict)  # key -> what the Pod may still add
+
+
+def _value(raw: object) -> Decimal | None:
+    try:
+        return parse(raw) if raw is not None else None
+    except QuantityError:
+        return None
+
+
+def _supply(
+    ref: ContainerRef, key: str, *, created: Mapping[str, Any], policy: Policy, quota: str
+) -> tuple[str, str] | None:
+    """(value, why) for the `key` the container lacks, or None when it has it or the policy has none."""
+    section, resource = key.split(".", 1)
+    body = next(
+        (b for b in (created["spec"].get(ref.group) or ()) if b.get("name") == ref.name), ref.body
+    )
+    values = (body.get("resources") or {})
+    if resource in (values.get(section) or {}) or resource not in policy.resources:
+        return None
+    request = _value((values.get("requests") or {}).get(resource))
+    limit = _value((values.get("limits") or {}).get(resource))
+    if section == "requests":
+        amount = policy.resources[resource].request
+        amount = amount if limit is None else min(amount, limit)
+        why = f"required by ResourceQuota {quota}: policy request"
+    else:
+        amount = request if request is not None else policy.resources[resource].request
+        why = f"required by ResourceQuota {quota}: = request"
+    return render(resource, amount), why
+
+
+def quota_pod(
+    pod: Mapping[str, Any],
+    *,
+    policy: Policy,
+    facts: ClusterFacts,
+    sizeable: Sequence[ContainerRef],
+    injections: list[Injection],
+    patch: PatchBuilder,
+) -> QuotaOutcome:
+    """Supply and fall back as the module docstring says; `injections` updated in place."""
+    rules = policy.quota
+    if not rules.respect or not facts.quotas:
+        return QuotaOutcome()
+    warnings: list[str] = []
+    counting = [q for q in facts.quotas if applies(q, as_created(pod, injections))]
+    if rules.supply_required:
+        for quota in counting:
+            for key in _ORDER:
+                if key not in quota.hard:
+                    continue
+                created = as_created(pod, injections)
+                for ref in sizeable:
+                    found = _supply(ref, key, created=created, policy=policy, quota=quota.name)
+                    if found is not None:
+                        section, resource = key.split(".", 1)
+                        patch.set((*ref.path, "resources", section, resource), found[0])
+                        injections.append(Injection(ref.name, key, found[0], found[1], Basis.POLICY))
+        counting = [q for q in facts.quotas if applies(q, as_created(pod, injections))]
+    left = room(counting, facts.pending)
+    caps: list[Cap] = []
+    for key in _ORDER:
+        if key not in left:
+            continue
+        allowed, name = left[key]
+        used = totals(as_created(pod, injections)).get(key, Decimal(0))
+        if used <= allowed:
+            continue
+        resource = key.split(".", 1)[1]
+        reason = f"ResourceQuota {name} has {render(resource, max(allowed, Decimal(0)))} of {key} left"
+        floor = policy.resources[resource].min if resource in policy.resources else Decimal(0)
+        done = lower(
+            pod, field=key, excess=used - allowed, floor=floor, injections=injections, patch=patch,
+            limit_ranges=facts.limit_ranges, rule="quota", reason=reason,
+        )
+        caps += done.caps
+        if done.short > 0:
+            caps = [cap for cap in caps if cap.field != key]
+            caps += unset(pod, field=key, injections=injections, patch=patch, rule="quota", reason=reason)
+            warnings.append(
+                f"ResourceQuota {name} is full for {key} ({render(resource, max(allowed, Decimal(0)))} "
+                "left): pod-tailor's values left out"
+            )
+    after = totals(as_created(pod, injections))
+    return QuotaOutcome(
+        tuple(caps), tuple(warnings),
+        {key: max(amount - after.get(key, Decimal(0)), Decimal(0)) for key, (amount, _) in left.items()},
+    )
+
+
+def charges(created: Mapping[str, Any], quotas: Sequence[Quota]) -> dict[str, dict[str, Decimal]]:
+    """What `created` (the Pod as it will be) counts against each quota that counts it."""
+    counting = [q for q in quotas if applies(q, created)]
+    if not counting:
+        return {}
+    used = totals(created)
+    return {q.name: {key: used.get(key, Decimal(0)) for key in q.hard} for q in counting}

@@ -1,0 +1,32 @@
+"""Step: ResourceQuota (`webhook.core.quotafit`): supply what a quota requires, fall back where an
+injected value would take the namespace past `hard`.
+
+Reads the injections so far, the namespace's quotas and the charges of Pods admitted in the last
+seconds (`facts.pending`), the policy's `quota`. Adds supplied values, lowers or leaves out injected
+ones, adds `caps`, warnings, and the `room` the start-up boost may still take.
+"""
+
+from __future__ import annotations
+
+from webhook.core.quotafit import quota_pod
+from webhook.core.steps.context import Context, Step
+
+__all__ = ["STEP"]
+
+
+def _run(ctx: Context) -> None:
+    if "resources" not in ctx.features or not ctx.facts.quotas:
+        return
+    outcome = quota_pod(
+        ctx.pod, policy=ctx.policy, facts=ctx.facts, sizeable=ctx.sizeable, injections=ctx.injections,
+        patch=ctx.patch,
+    )
+    ctx.caps += outcome.caps
+    ctx.warnings += [cap.describe() for cap in outcome.caps]
+    ctx.warnings += outcome.warnings
+    for key in ("requests.cpu", "limits.cpu"):
+        if key in outcome.room and (key not in ctx.room or outcome.room[key] < ctx.room[key][0]):
+            ctx.room[key] = (outcome.room[key], "the ResourceQuota")
+
+
+STEP = Step("resource quota", _run)
