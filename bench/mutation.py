@@ -41,6 +41,18 @@ TESTS = (
 
 # (module, the mutant's changed lines as "-old" / "+new", stripped) -> why no input can tell it apart.
 EQUIVALENT: dict[tuple[str, tuple[str, ...]], str] = {
+    ("webhook/core/qos.py", ("-guaranteed = False", "+guaranteed = None")):
+        "None and False are both false where `guaranteed` is read",
+    ("webhook/core/qos.py", ('-section, _, name = item.field.partition(".")',
+                             '+section, _, name = item.field.rpartition(".")')):
+        "a field counted here (requests.cpu, limits.memory) has one dot; a dotted resource name"
+        " (requests.example.com/gpu) is counted by neither",
+    ("webhook/admission/cache.py", ("-self._cluster: ClusterSnapshot | None = None",
+                                    '+self._cluster: ClusterSnapshot | None = ""')):
+        "no snapshot `is` either, so the first key empties an empty cache in both",
+    ("webhook/admission/cache.py", ("-self._profiles: ProfileSnapshot | None = None",
+                                    '+self._profiles: ProfileSnapshot | None = ""')):
+        "no snapshot `is` either, so the first key empties an empty cache in both",
 }
 
 

@@ -24,6 +24,11 @@ qos-break-on-unreadable|webhook/core/qos.py|/except QuantityError:/{n;s/continue
 qos-pod-level-and-for-or|webhook/core/qos.py|s/get("requests"))) or _positive/get("requests"))) and _positive/|tests/engine/test_qos_class.py -k pod_level
 qos-injection-or-for-and|webhook/core/qos.py|s/"limits") and name in _COUNTED/"limits") or name in _COUNTED/|tests/engine/test_qos_class.py -k injections
 cache-key-without-profiles|webhook/admission/cache.py|s/ or profiles is not self._profiles//|tests/server/test_https.py::TestTheVerdictCacheThroughTheServer
+cache-counts-twice|webhook/admission/cache.py|s/self.hits += 1/self.hits += 2/|tests/server/test_verdict_cache.py::TestCounting
+cache-entry-limit-ge|webhook/admission/cache.py|s/len(inputs) > MAX_ENTRY_INPUTS/len(inputs) >= MAX_ENTRY_INPUTS/|tests/server/test_verdict_cache.py::TestWhatIsKept
+cache-evicts-at-exact-fill|webhook/admission/cache.py|s/self.bytes + cost > self.max_bytes/self.bytes + cost >= self.max_bytes/|tests/server/test_verdict_cache.py::TestWhatIsKept
+cache-replaced-entry-bytes-kept|webhook/admission/cache.py|s/self.bytes -= previous\[1\]/self.bytes += previous[1]/|tests/server/test_verdict_cache.py::TestBytes
+cache-profiles-and-for-or|webhook/admission/cache.py|s/self._cluster or profiles/self._cluster and profiles/|tests/server/test_verdict_cache.py::TestSnapshots
 deadline-budget-100|webhook/server/deadline.py|s/^BUDGET = 0.8/BUDGET = 1.0/|tests/server/test_attacks.py -k 80_percent
 deadline-budget-50|webhook/server/deadline.py|s/^BUDGET = 0.8/BUDGET = 0.5/|tests/server/test_attacks.py -k 80_percent
 deadline-ge-for-lt|webhook/server/mutate.py|s/- arrived >= BUDGET/- arrived < BUDGET/|tests/server/test_attacks.py -k 80_percent
