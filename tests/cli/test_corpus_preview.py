@@ -224,6 +224,64 @@ def nothing_the_author_set_is_changed(pod: PreviewedPod) -> None:
         assert pod.after["spec"]["terminationGracePeriodSeconds"] == grace
 
 
+@rule
+def no_startup_probe_without_liveness(pod: PreviewedPod) -> None:
+    for body in containers(pod.after):
+        if "startupProbe" in body:
+            before = {c["name"]: c for c in containers(pod.before)}[body["name"]]
+            if "startupProbe" not in before:
+                assert "livenessProbe" in body, body["name"]
+
+
+@rule
+def no_limit_without_evidence(pod: PreviewedPod) -> None:
+    """The preview has no usage history: every limit is the author's (or LimitRanger's default)."""
+    before = {c["name"]: c for c in containers(pod.before)}
+    for body in containers(pod.after):
+        limits = (body.get("resources") or {}).get("limits") or {}
+        written = ((before[body["name"]].get("resources") or {}).get("limits")) or {}
+        assert set(limits) <= set(written), body["name"]
+
+
+def _targets(pod: PreviewedPod) -> set[Any]:
+    return {port.get("targetPort", port.get("port")) for service in selected_by(pod)
+            for port in (service.get("spec") or {}).get("ports") or ()}  # fmt: skip
+
+
+def _declares(body: dict[str, Any], targets: set[Any]) -> bool:
+    return any((p.get("containerPort") in targets or p.get("name") in targets)
+               and p.get("protocol", "TCP") == "TCP" for p in body.get("ports") or ())  # fmt: skip
+
+
+@rule
+def every_container_a_service_sends_to_has_a_pre_stop(pod: PreviewedPod) -> None:
+    targets = _targets(pod)
+    annotations = (pod.after.get("metadata") or {}).get("annotations") or {}
+    if not targets or "pod-tailor.io/injected" not in annotations or "pod-tailor.io/exclude" in annotations:
+        pytest.skip("no Service sends to it, or pod-tailor left it alone")
+    if (pod.after.get("spec") or {}).get("restartPolicy", "Always") != "Always":
+        pytest.skip("runs to completion")
+    for body in (pod.after.get("spec") or {}).get("containers") or ():
+        if _declares(body, targets) and body["name"] not in ("istio-proxy", "linkerd-proxy"):
+            assert (body.get("lifecycle") or {}).get("preStop") is not None, body["name"]
+
+
+@rule
+def no_probe_where_no_service_sends_when_one_selects_the_pod(pod: PreviewedPod) -> None:
+    targets = _targets(pod)
+    if not targets:
+        pytest.skip("no Service selects it")
+    numbers = {t for t in targets if isinstance(t, int)}
+    regular = (pod.after.get("spec") or {}).get("containers") or ()
+    before = {c["name"]: c for c in containers(pod.before)}
+    for body in regular:
+        if "readinessProbe" in body and "readinessProbe" not in before[body["name"]]:
+            assert _declares(body, targets) or (numbers and len(regular) == 1) or any(
+                (before[body["name"]].get(f) or {}).get(h, {}).get("port") in numbers
+                for f in AUTHOR_FIELDS for h in ("httpGet", "tcpSocket", "grpc")
+            ), body["name"]
+
+
 # Rules go above this line (`@rule`).
 
 
