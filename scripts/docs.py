@@ -139,8 +139,54 @@ def policy_reference() -> str:
             else ""
         ),
         "",
+        *_CLASSES_SECTION,
     ]
     return "\n".join(lines)
+
+
+_CLASSES_SECTION = (
+    "## Classes",
+    "",
+    "`classes` names kinds of workload that need other values than a stateless web server (the bundled",
+    "ones are in the table above, each with its reason). Every decision names its class in the header of",
+    "`pod-tailor.io/injected`: `policy=default class=datastore (image postgres) workload=... qos=...`.",
+    "",
+    "| field | meaning |",
+    "|---|---|",
+    "| `scope` | `pod` (default): the first matching class decides for the whole Pod; `container`: for "
+    "each container it matches (`mesh-proxy`, `pause`) |",
+    "| `match.kinds` | the workload's kind from the Pod's owner (a ReplicaSet's Pod is a `Deployment`'s, a "
+    "Job's of a CronJob a `CronJob`'s) |",
+    "| `match.images` | registry-independent image names: no registry, path, tag or digest "
+    "(`registry.k8s.io/pause@sha256:...` is `pause`, `docker.io/library/postgres:16` is `postgres`); "
+    "any regular container's image for a Pod class |",
+    "| `match.containerNames` | container names (`istio-proxy`) |",
+    "| `match.priorityClassNames` | the Pod's `priorityClassName` |",
+    "| `match.labels` | Pod labels that must all be equal |",
+    "| `overrides` | a partial policy merged over the namespace's policy for Pods of this class |",
+    "| `handsOff` | the Pod (or the container) is left alone |",
+    "| `needsService` | probes and a preStop pause only once a Service selects the Pod |",
+    "| `minimumRequests` | without history, each resource's `min` instead of its `request` |",
+    "",
+    "All given conditions must hold; within a list any entry does. Classes are tried in order: those a",
+    "policy document names itself (new or changed) first, then the bundled ones; a class without `match`",
+    "(`web`) matches everything and is always last. `NAME: null` removes a class. A Pod no class matches is",
+    "`web`. Admission sees the Pod only: its owner's kind, images, container names, priority class and",
+    "labels, not the workload object (a StatefulSet's `volumeClaimTemplates`, a Deployment's annotations).",
+    "Class fields are validated like the rest of the file (`policy.yaml:LINE:COLUMN: policies.default."
+    "classes.x.match.kind: unknown field`).",
+    "",
+    "```yaml",
+    "policies:",
+    "  default:",
+    "    classes:",
+    "      legacy:                       # tried before the bundled classes",
+    "        match: {labels: {tier: legacy}}",
+    "        overrides: {drainSeconds: 90}",
+    "      node-agent: null              # DaemonSets get probes and preStop like any Pod",
+    "```",
+    "",
+)
 
 
 def _option_rows(parser: argparse.ArgumentParser) -> list[str]:

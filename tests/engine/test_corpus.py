@@ -50,10 +50,12 @@ def test_a_corpus_review_gets_a_valid_idempotent_patch(path: Path, facts: Cluste
     assert tailor(result, policy=DEFAULT, profiles={}, facts=facts).ops == ()
     assert tailor(decision_inputs(pod), policy=DEFAULT, profiles={}, facts=facts) == decision
     long_running = result["spec"].get("restartPolicy") == "Always"
+    # A DaemonSet's Pod is a node agent: no probes or preStop until a Service selects it (none does here).
+    node_agent = any(ref.get("kind") == "DaemonSet" for ref in pod["metadata"].get("ownerReferences") or ())
     for body in result["spec"]["containers"]:
         requests = (body.get("resources") or {}).get("requests") or {}
         pod_level = (result["spec"].get("resources") or {}).get("requests") or {}
         assert {"cpu", "memory"} <= set(requests) | set(pod_level), body["name"]
-        if long_running and serving_port(body) is not None:
+        if long_running and serving_port(body) is not None and not node_agent:
             assert body.get("readinessProbe"), body["name"]
             assert (body.get("lifecycle") or {}).get("preStop"), body["name"]

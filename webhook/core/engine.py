@@ -37,7 +37,7 @@ from webhook.core.qos import qos_class
 from webhook.core.quotafit import charges
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
 from webhook.core.statistic import for_workload
-from webhook.core.steps import check_headroom, fit, hold, probe, quota, shut_down, size, start_boost
+from webhook.core.steps import check_headroom, classify, fit, hold, probe, quota, shut_down, size, start_boost
 from webhook.core.steps.context import Context, Step, open_context
 from webhook.core.workload import WorkloadKey, pod_workload
 
@@ -45,6 +45,7 @@ __all__ = ["STEPS", "decide", "tailor"]
 
 # The engine's steps, in the order they run (see the module docstring).
 STEPS: tuple[Step, ...] = (
+    classify.STEP,  # the workload class: datastore, node-agent, batch, web, ...
     hold.STEP,  # which resources an autoscaler owns
     size.STEP,  # requests and limits
     fit.STEP,  # held to the largest node the Pod may land on
@@ -128,6 +129,9 @@ def _decision(ctx: Context, *, label: str) -> Decision:
         notes=notes,
         qos=qos_class(ctx.pod, injections),
         order=order,
+        workload_class=(
+            f"{ctx.workload_class.name} ({ctx.workload_class.reason})" if ctx.workload_class else None
+        ),
     )
     ctx.patch.set(("metadata", "annotations", INJECTED_ANNOTATION), text)
     return Decision(

@@ -1,7 +1,7 @@
 """The `pod-tailor.io/injected` annotation: every injected value with where it came from.
 
 One line a container, so `kubectl get pod -o yaml` reads like:
-    policy=default workload=shop/Deployment/cart
+    policy=default class=web (default) workload=shop/Deployment/cart
     app: requests.cpu=250m (profile: p95 usage over 14d, 20160 samples, 336h); ...
     pod: terminationGracePeriodSeconds=35 (was 30; preStop 5s + drain 30s, policy "default")
 """
@@ -24,6 +24,7 @@ def explanation(
     notes: Iterable[Note] = (),
     qos: str | None = None,
     order: Mapping[str, int] | None = None,
+    workload_class: str | None = None,
 ) -> str:
     """The annotation's text; `qos` is the class of the Pod as patched (computed, never assumed).
 
@@ -41,6 +42,7 @@ def explanation(
     if previous:
         # A reinvocation added more: keep what the first pass explained.
         return "\n".join([previous.rstrip("\n"), *lines])
-    header = f"policy={policy}" + (f" workload={workload}" if workload else "")
+    header = f"policy={policy}" + (f" class={workload_class}" if workload_class else "")
+    header += f" workload={workload}" if workload else ""
     header += f" qos={qos}" if qos else ""
     return "\n".join([header, *lines])

@@ -1,7 +1,7 @@
 """The part of a Pod the engine reads: its decision inputs.
 
 Replicas of one template differ in fields the engine never looks at (the ServiceAccount plugin's
-`kube-api-access-xxxxx` volume and its mounts, env, images' digests), so the same inputs mean the same
+`kube-api-access-xxxxx` volume and its mounts, env), so the same inputs mean the same
 decision, and the same patch applies to each of them. The admission path keys its verdict cache on
 these inputs; a test holds the engine to reading nothing else.
 
@@ -53,6 +53,7 @@ class MetadataInputs(TypedDict, total=False):
 
 class ContainerInputs(TypedDict, total=False):
     name: Any
+    image: Any  # the workload class (`webhook.core.classes`) reads its registry-independent name
     ports: Any
     resources: Any
     readinessProbe: Any
@@ -71,7 +72,7 @@ class SpecInputs(TypedDict, total=False):
     affinity: Any  # required node affinity: node fit
     tolerations: Any
     overhead: Any
-    priorityClassName: Any  # quota scopes
+    priorityClassName: Any  # quota scopes; a system-critical node agent's class
     activeDeadlineSeconds: Any
     containers: list[ContainerInputs]
     initContainers: list[ContainerInputs]

@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from webhook.core.boost import BoostPolicy, boost_policy
+from webhook.core.classes import ClassMatch, Scope, WorkloadClass
 from webhook.core.holds import AutoscalerPolicy, autoscaler_policy
 from webhook.core.inplace import InPlacePolicy, in_place_policy
 from webhook.core.nodefit import FitPolicy, fit_policy
@@ -124,6 +125,8 @@ class Policy:
     in_place: InPlacePolicy = field(default_factory=InPlacePolicy)  # webhook.core.inplace
     # profiles.cpu / profiles.memory: which statistic sizes the requests (webhook.core.statistic)
     usage: UsageStatistic = field(default_factory=UsageStatistic)
+    # `classes`, in the order they are tried (webhook.core.classes)
+    classes: tuple[WorkloadClass, ...] = ()
     fit: FitPolicy = field(default_factory=FitPolicy)  # webhook.core.fit
     quota: QuotaPolicy = field(default_factory=QuotaPolicy)  # webhook.core.quota
 
@@ -131,6 +134,8 @@ class Policy:
 @dataclass(frozen=True, slots=True)
 class PolicySet:
     policies: Mapping[str, Policy]
+    # Pod label keys some class matches on: decisions read them (`ClusterSnapshot.label_keys_read`)
+    class_label_keys: frozenset[str] = frozenset()
 
     def get(self, name: str) -> Policy | None:
         return self.policies.get(name)
@@ -247,10 +252,74 @@ def _probe(reader: _Reader, *, readiness: bool) -> ProbeShape:
     )
 
 
-def _policy(name: str, reader: _Reader) -> Policy:
+def _names(reader: _Reader, key: str) -> frozenset[str]:
+    value = reader.data.get(key) or []
+    if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
+        raise PolicyError(f"{reader.path}.{key}: must be a list of non-empty strings, got {value!r}")
+    return frozenset(value)
+
+
+def _match(reader: _Reader) -> ClassMatch:
+    reader.only("kinds", "images", "containerNames", "priorityClassNames", "labels")
+    labels = reader.data.get("labels") or {}
+    if not isinstance(labels, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
+    ):
+        raise PolicyError(f"{reader.path}.labels: must be a map of strings, got {labels!r}")
+    return ClassMatch(
+        kinds=_names(reader, "kinds"),
+        images=frozenset(image.lower() for image in _names(reader, "images")),
+        container_names=_names(reader, "containerNames"),
+        priority_class_names=_names(reader, "priorityClassNames"),
+        labels=tuple(sorted(labels.items())),
+    )
+
+
+def _classes(reader: _Reader, *, first: frozenset[str]) -> tuple[WorkloadClass, ...]:
+    """The policy's `classes`, the ones its own document names first; each `overrides` is a partial
+    policy merged over this one (and validated as one); a class set to null is left out."""
+    raw = reader.data.get("classes")
+    if raw is None:
+        return ()
+    classes = _Reader(raw, f"{reader.path}.classes")
+    base = {key: value for key, value in reader.data.items() if key != "classes"}
+    found: list[WorkloadClass] = []
+    names = [n for n in classes.data if n in first] + [n for n in classes.data if n not in first]
+    for name in names:
+        if classes.data[name] is None:
+            continue
+        if not isinstance(name, str) or not name:
+            raise PolicyError(f"{classes.path}: class names must be non-empty strings, got {name!r}")
+        one = classes.child(name).only(
+            "scope", "match", "overrides", "handsOff", "needsService", "minimumRequests"
+        )
+        scope = one.choice("scope", Scope) if "scope" in one.data else Scope.POD
+        overrides = one.data.get("overrides")
+        policy = None
+        if overrides is not None:
+            if scope is Scope.CONTAINER:
+                raise PolicyError(f"{one.path}.overrides: a container class has handsOff or minimumRequests")
+            partial = _Reader(overrides, f"{one.path}.overrides")
+            if "classes" in partial.data:
+                raise PolicyError(f"{partial.path}.classes: classes do not nest")
+            policy = _policy(reader.path.rsplit(".", 1)[-1], _Reader(merge(base, partial.data), partial.path))
+        found.append(WorkloadClass(
+            name=name,
+            match=_match(one.child("match")) if "match" in one.data else ClassMatch(),
+            scope=scope,
+            hands_off=one.boolean("handsOff", default=False),
+            needs_service=one.boolean("needsService", default=False),
+            minimum_requests=one.boolean("minimumRequests", default=False),
+            policy=policy,
+        ))  # fmt: skip
+    # A class that matches everything (`web`) comes last, wherever it was named.
+    return tuple(sorted(found, key=lambda c: c.match == ClassMatch()))
+
+
+def _policy(name: str, reader: _Reader, *, first: frozenset[str] = frozenset()) -> Policy:
     reader.only(
         "features", "resources", "limitRanger", "profiles", "probes", "preStop", "drainSeconds",
-        "autoscalers", "startupBoost", "inPlace", "fit", "quota",
+        "autoscalers", "startupBoost", "inPlace", "fit", "quota", "classes",
     )
     features = reader.child("features").only(*FEATURES)
     resources = reader.child("resources")
@@ -292,6 +361,7 @@ def _policy(name: str, reader: _Reader) -> Policy:
         startup_boost=boost_policy(reader.child("startupBoost")),
         in_place=in_place_policy(reader.child("inPlace")),
         usage=usage_statistic(profiles),
+        classes=_classes(reader, first=first),
         fit=fit_policy(reader.child("fit")),
         quota=quota_policy(reader.child("quota")),
     )
@@ -309,15 +379,29 @@ def parse_policies(document: object, *, base: Mapping[str, Any] | None = None) -
         raise PolicyError("policies: at least one policy is required")
     base_map: Mapping[str, Any] = base or {}
     own_default = named.data.get("default")
+    own_classes: frozenset[str] = frozenset()
     if own_default is not None:
         _Reader(own_default, "policies.default")
         base_map = merge(base_map, own_default)
-    policies: dict[str, Policy] = {"default": _policy("default", _Reader(base_map, "policies.default"))}
+        own_classes = _own_classes(own_default)
+    policies: dict[str, Policy] = {
+        "default": _policy("default", _Reader(base_map, "policies.default"), first=own_classes)
+    }
     for name, raw in named.data.items():
         if not isinstance(name, str) or not name:
             raise PolicyError(f"policies: policy names must be non-empty strings, got {name!r}")
         if name == "default":
             continue
         partial = _Reader(raw, f"policies.{name}")
-        policies[name] = _policy(name, _Reader(merge(base_map, partial.data), f"policies.{name}"))
-    return PolicySet(policies)
+        policies[name] = _policy(
+            name, _Reader(merge(base_map, partial.data), f"policies.{name}"),
+            first=own_classes | _own_classes(partial.data),
+        )
+    keys = {key for policy in policies.values() for found in policy.classes for key, _ in found.match.labels}
+    return PolicySet(policies, class_label_keys=frozenset(keys))
+
+
+def _own_classes(partial: Mapping[str, Any]) -> frozenset[str]:
+    """The classes a policy document names itself: tried before the bundled ones."""
+    named = partial.get("classes")
+    return frozenset(str(key) for key in named) if isinstance(named, Mapping) else frozenset()

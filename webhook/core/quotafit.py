@@ -84,27 +84,31 @@ def quota_pod(
     if not rules.respect or not facts.quotas:
         return QuotaOutcome()
     warnings: list[str] = []
-    counting = [q for q in facts.quotas if applies(q, as_created(pod, injections))]
+    created = as_created(pod, injections)
+    counting = [q for q in facts.quotas if applies(q, created)]
     if rules.supply_required:
+        supplied = len(injections)
         for quota in counting:
             for key in _ORDER:
                 if key not in quota.hard:
                     continue
-                created = as_created(pod, injections)
                 for ref in sizeable:
                     found = _supply(ref, key, created=created, policy=policy, quota=quota.name)
                     if found is not None:
                         section, resource = key.split(".", 1)
                         patch.set((*ref.path, "resources", section, resource), found[0])
                         injections.append(Injection(ref.name, key, found[0], found[1], Basis.POLICY))
-        counting = [q for q in facts.quotas if applies(q, as_created(pod, injections))]
+                        created = as_created(pod, injections)
+        if len(injections) != supplied:
+            counting = [q for q in facts.quotas if applies(q, created)]
     left = room(counting, facts.pending)
     caps: list[Cap] = []
+    now = totals(created)
     for key in _ORDER:
         if key not in left:
             continue
         allowed, name = left[key]
-        used = totals(as_created(pod, injections)).get(key, Decimal(0))
+        used = now.get(key, Decimal(0))
         if used <= allowed:
             continue
         resource = key.split(".", 1)[1]
@@ -122,7 +126,8 @@ def quota_pod(
                 f"ResourceQuota {name} is full for {key} ({render(resource, max(allowed, Decimal(0)))} "
                 "left): pod-tailor's values left out"
             )
-    after = totals(as_created(pod, injections))
+        now = totals(as_created(pod, injections))
+    after = now
     return QuotaOutcome(
         tuple(caps), tuple(warnings),
         {key: max(amount - after.get(key, Decimal(0)), Decimal(0)) for key, (amount, _) in left.items()},

@@ -178,6 +178,11 @@ def size_container(
                 and (ref.name, "limit", resource) in limit_ranger_marks
             )
         )
+        persons = request is not None and (ref.name, "request", resource) not in limit_ranger_marks
+        if persons and not request_is_ours and request is not None:
+            outside = _outside(resource, request, rules)
+            if outside:
+                warnings.append(f"{ref.name}: {resource} request {render(resource, request)} {outside}; kept")
         if not request_is_ours and not limit_is_ours:
             continue
         evidence = usable_recommendation(profile, policy) is not None and resource in ("cpu", "memory")
@@ -259,6 +264,15 @@ def size_container(
                 )
             )
     return injections, warnings
+
+
+def _outside(resource: str, value: Decimal, rules: ResourcePolicy) -> str:
+    """How a person's request lies outside the policy's bounds ("below the policy min 16Mi"), or ""."""
+    if value < rules.min:
+        return f"is below the policy min {render(resource, rules.min)}"
+    if value > rules.max:
+        return f"is above the policy max {render(resource, rules.max)}"
+    return ""
 
 
 def _need(resource: str, profile: ContainerProfile | None, policy: Policy) -> Decimal | None:

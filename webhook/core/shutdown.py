@@ -126,6 +126,8 @@ def grace_period(
         POD_TARGET,
         "terminationGracePeriodSeconds",
         str(needed),
-        f"was {current_value}; preStop {longest_sleep}s + drain {policy.drain_seconds}s"
+        f"was {current_value}; "
+        + (f"preStop {longest_sleep}s + " if longest_sleep else "")
+        + f"drain {policy.drain_seconds}s"
         f', policy "{policy.name}"',
     ), None

@@ -58,7 +58,9 @@ class ClusterSnapshot:
         The verdict cache's key keeps only these labels (`webhook.core.inputs`); a feature that matches
         Pod labels (e.g. against Service selectors) adds the keys it reads in that namespace here.
         """
-        return self.label_keys.get(namespace, BASE_LABEL_KEYS)
+        keys = self.label_keys.get(namespace, BASE_LABEL_KEYS)
+        extra = self.policies.class_label_keys
+        return keys | extra if extra else keys
 
     def selects_on(self, namespace: str, key: str) -> bool:
         """Whether a Service in `namespace` selects Pods by the label `key` (so its value decides)."""

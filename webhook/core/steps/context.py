@@ -14,6 +14,7 @@ from decimal import Decimal
 from typing import Any, NamedTuple
 
 from webhook.core.autoscalers import Autoscalers
+from webhook.core.classes import WorkloadClass
 from webhook.core.decision import Cap, Injection, Note
 from webhook.core.facts import ClusterFacts
 from webhook.core.holds import Hold
@@ -50,6 +51,7 @@ class Context:
     workload: WorkloadKey | None
     # Read from the Pod once, for every step.
     features: frozenset[str]  # the policy's features less the Pod's `pod-tailor.io/exclude`
+    excluded: frozenset[str]  # the features the Pod's `pod-tailor.io/exclude` turns off
     annotations: Mapping[str, Any]
     path_annotation: str | None  # a usable `pod-tailor.io/probe-path`, else None
     serving_pod: bool  # long-running (not a Job's, restartPolicy Always)
@@ -68,6 +70,8 @@ class Context:
     holds: dict[str, Mapping[str, Hold]] = field(default_factory=dict)  # container -> resource -> Hold
     sleeps: list[int] = field(default_factory=list)  # preStop sleeps added, in seconds
     skipped: str | None = None  # set by a step that leaves the whole Pod alone: no later step runs
+    workload_class: WorkloadClass | None = None  # the Pod's class (`classify`), with its reason
+    container_policies: dict[str, Policy] = field(default_factory=dict)  # a container class's policy
     caps: list[Cap] = field(default_factory=list)  # values node fit and quota lowered
     # "requests.cpu" / "limits.cpu" -> how much more the Pod may ask (the node, the quotas): the boost's room
     room: dict[str, tuple[Decimal, str]] = field(default_factory=dict)
@@ -141,6 +145,7 @@ def open_context(
         facts=facts,
         workload=workload,
         features=policy.features - opt_out.features,
+        excluded=opt_out.features,
         annotations=annotations,
         path_annotation=path_annotation,
         serving_pod=serving_pod,

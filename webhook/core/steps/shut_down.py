@@ -33,8 +33,10 @@ def _run(ctx: Context) -> None:
                 ctx.sleeps.append(seconds)
             if warning:
                 ctx.warnings.append(warning)
-    if ctx.sleeps and "gracePeriod" in ctx.features:
-        sleeps = ctx.sleeps + [
+    # A class that changes the policy (a datastore's longer drain) wants its grace even without a pause.
+    own_drain = ctx.serving_pod and ctx.workload_class is not None and ctx.workload_class.policy is not None
+    if (ctx.sleeps or own_drain) and "gracePeriod" in ctx.features:
+        sleeps = ctx.sleeps + [0] + [
             found for ref in containers(ctx.pod) if (found := existing_sleep(ref.body)) is not None
         ]
         grace, warning = grace_period(ctx.pod, policy=policy, longest_sleep=max(sleeps), patch=ctx.patch)

@@ -28,7 +28,8 @@ def _run(ctx: Context) -> None:
     def sized(ref: ContainerRef, *, into: PatchBuilder, held: Withheld) -> tuple[list[Injection], list[str]]:
         """The container's resource injections and warnings, with `held` not set (see `podlimits`)."""
         return size_container(
-            ref, policy=policy, profile=ctx.profiles.get(ref.name), limit_ranges=facts.limit_ranges,
+            ref, policy=ctx.container_policies.get(ref.name, policy), profile=ctx.profiles.get(ref.name),
+            limit_ranges=facts.limit_ranges,
             limit_ranger_marks=marks, pod_level=ctx.pod_level, patch=into, withheld=held,
             guessed_before=guessed, holds=ctx.holds.get(ref.name),
         )
