@@ -16,6 +16,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -78,6 +79,9 @@ EXERCISED: dict[tuple[str, str], str] = {
     ),
     ("prometheus-connection.md", r"kubectl -n pod-tailor create secret generic pod-tailor-prometheus .*"): (
         SECRET
+    ),
+    ("openreports.md", r"kubectl get reports? .*"): (
+        "tests/test_docs_commands.py::test_the_documented_report_commands_show_what_pod_tailor_reports_wrote"
     ),
     ("report-and-dashboard.md", r"pod-tailor report -f shop --profiles-path profiles\.json"): GENERATED,
     ("report-and-dashboard.md", r"kubectl -n pod-tailor port-forward deploy/pod-tailor-recommender 8080"): (
@@ -229,3 +233,46 @@ def test_the_documented_secret_holds_every_key_the_credentials_component_reads(
     assert keys
     assert files
     assert keys | files <= set(data), (keys | files) - set(data)
+
+
+@pytest.mark.skipif(usable_kubectl() is None, reason="kubectl 1.27+ not installed")
+def test_the_documented_report_commands_show_what_pod_tailor_reports_wrote(tmp_path: Path) -> None:
+    """docs/openreports.md's two kubectl commands, as written, against the fake API server serving the
+    pinned CRD, after a real `pod-tailor reports` process wrote the workload's Report."""
+    from tests.cluster.helpers import wait_until
+    from tests.report.fleet import container, namespace, workload
+    from tests.reports.kit import report_crd
+
+    kubectl = usable_kubectl()
+    assert kubectl is not None
+    with FakeKube(token="", garbage_collection=True) as kube:  # kubectl sends no token over plain http
+        kube.serve_version(1, 33)
+        kube.install_crd(report_crd())
+        kube.put(namespace("shop", "dry-run"))
+        kube.put(workload("Deployment", "web", container(port=8080)))
+        config = kube.write_kubeconfig(tmp_path / "kubeconfig")
+        process = subprocess.Popen(
+            [sys.executable, "-m", "webhook", "reports", "--kubeconfig", str(config),
+             "--profiles-path", str(tmp_path / "profiles.json"), "--tick", "0.2"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            wait_until(lambda: kube.get("reports", "pod-tailor-deployment-web", namespace="shop"),
+                       timeout=60, what="the report")  # fmt: skip
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+        shown = []
+        for pattern in (r"kubectl get reports -n shop -l \S+", r"kubectl get report \S+ -n shop -o yaml"):
+            command = documented("openreports.md", pattern)
+            done = subprocess.run(
+                [kubectl, "--kubeconfig", str(config), *shlex.split(command)[1:]],
+                capture_output=True, text=True, timeout=60,
+            )  # fmt: skip
+            assert done.returncode == 0, done.stderr
+            shown.append(done.stdout)
+    assert "pod-tailor-deployment-web" in shown[0]
+    written = yaml.safe_load(shown[1])
+    assert written["kind"] == "Report"
+    assert written["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "pod-tailor"
+    assert {result["policy"] for result in written["results"]} == {"pod-tailor"}
