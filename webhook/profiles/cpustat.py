@@ -10,6 +10,7 @@ ones are not asked.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from typing import TYPE_CHECKING
@@ -36,11 +37,12 @@ _MARGIN = 0.0  # the estimate itself: measured 1-9 % under the exact value on th
 
 
 def _estimate(parts: Sequence[SeriesStats], q: float) -> float | None:
-    """The pool's percentile rebuilt from its slices' quantiles and the values known whole (None: idle)."""
+    """The pool's percentile rebuilt from its slices' quantiles and the values known whole (None: idle;
+    -inf: unknown, every point asked: series too short for a point on the passes' coarser grid)."""
     summaries = [(s.samples, series_knots(s)) for s in parts if s.cpu_quantiles and not s.cpu_values]
     values = tuple(v for s in parts for v in s.cpu_values)
     if not summaries and not values:
-        return None
+        return -math.inf if any(s.samples > 0 for s in parts) else None
     quantiles = [v for _, knots in summaries for v, p in knots if p < 1] + ([max(values)] if values else [])
     if max(quantiles, default=0.0) <= _IDLE:
         return None
