@@ -22,6 +22,7 @@ from webhook.core.engine import decide
 from webhook.core.namespace import Mode, NamespaceSettings
 from webhook.core.patch import pointer
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
+from webhook.core.workload import CLAIM_TEMPLATES
 from webhook.offline.admitted import as_created, json_copy
 from webhook.offline.facts import with_manifest_facts
 from webhook.offline.inputs import Input
@@ -154,8 +155,9 @@ def preview_inputs(
     tailored: dict[int, dict[str, Any]] = {}
     for source in sources:
         created, pod = _as_created(source, cluster)
+        claims = source.claim_templates  # its Pods show them as claims of their own (`claim_templates`)
         settings, decision = decide(
-            pod,
+            {**pod, CLAIM_TEMPLATES: list(claims)} if claims else pod,
             namespace=source.namespace,
             cluster=cluster,
             profiles=profiles,

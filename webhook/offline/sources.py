@@ -58,6 +58,17 @@ class PodSource:
     def label(self) -> str:
         return f"{self.workload.kind}/{self.workload.name}"
 
+    @property
+    def claim_templates(self) -> tuple[str, ...]:
+        """A StatefulSet's volumeClaimTemplates' names: each of its Pods gets a claim of its own."""
+        if self.is_review or self.document.get("kind") != "StatefulSet":
+            return ()
+        templates = _dig(self.document, ("spec", "volumeClaimTemplates"))
+        if not isinstance(templates, list):
+            return ()
+        names = [_dig(one, ("metadata", "name")) for one in templates if isinstance(one, Mapping)]
+        return tuple(name for name in names if isinstance(name, str) and name)
+
 
 @dataclass(frozen=True, slots=True)
 class InputDocument:
