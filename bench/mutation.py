@@ -14,6 +14,12 @@ with its diff. Survivors known to be equivalent (no input can tell them from the
     .venv/bin/python bench/mutation.py                                  # webhook/core and webhook/admission
     .venv/bin/python bench/mutation.py --only 'webhook/core/qos.py' --only 'webhook/admission/*'
     .venv/bin/python bench/mutation.py --only 'webhook/core/qos.py' --again   # survivors only, new tests
+    .venv/bin/python bench/mutation.py --only webhook/core/qos.py --tests tests/engine --max-examples 20
+
+On two shared cores the whole of `TESTS` is too slow to map (mutmut runs it twice before the first mutant,
+under its trampolines): `--tests` narrows the selection to the folders that exercise the module, and
+`--max-examples` caps every Hypothesis property (a narrower or shorter run can only add survivors, never
+hide one: a survivor is then tried against the fuller selection before a test is written for it).
 """
 
 from __future__ import annotations
@@ -73,10 +79,11 @@ def bench_python() -> Path:
     return python
 
 
-def scratch_copy(workdir: Path, *, fresh: bool = True) -> Path:
+def scratch_copy(workdir: Path, *, fresh: bool = True, max_examples: int | None = None) -> Path:
     """The tracked files copied to `workdir/repo`, with `../shared` linked beside its tests.
 
     Not `fresh`: copied over the previous run's copy, whose mutants and test map mutmut keeps.
+    `max_examples`: every Hypothesis property runs at most this many examples.
     """
     if fresh and workdir.exists():
         shutil.rmtree(workdir)
@@ -97,11 +104,14 @@ def scratch_copy(workdir: Path, *, fresh: bool = True) -> Path:
     # the second instance of a test class for a different executor. Deadlines do not fit trampolines.
     # A test's own `@settings(suppress_health_check=...)` replaces the profile's list, so each collected
     # property gets the two added to its own settings as well.
+    cap = "" if max_examples is None else f", max_examples=min(own.max_examples, {max_examples})"
+    profile_cap = "" if max_examples is None else f", max_examples={max_examples}"
     with (repo / "tests" / "conftest.py").open("a") as conftest:
         conftest.write(
             "\n\nfrom hypothesis import HealthCheck as _Check, settings as _settings  # bench/mutation.py\n"
             "_BENCH_SUPPRESSED = [_Check.differing_executors, _Check.too_slow]\n"
-            "_settings.register_profile('mutmut', suppress_health_check=_BENCH_SUPPRESSED, deadline=None)\n"
+            "_settings.register_profile('mutmut', suppress_health_check=_BENCH_SUPPRESSED, deadline=None"
+            f"{profile_cap})\n"
             "_settings.load_profile('mutmut')\n"
             "\n\ndef pytest_collection_modifyitems(items):  # bench/mutation.py\n"
             "    for item in items:\n"
@@ -110,12 +120,12 @@ def scratch_copy(workdir: Path, *, fresh: bool = True) -> Path:
             "        if own is not None:\n"
             "            suppressed = [*own.suppress_health_check, *_BENCH_SUPPRESSED]\n"
             "            test._hypothesis_internal_use_settings = _settings(\n"
-            "                own, suppress_health_check=suppressed, deadline=None)\n"
+            f"                own, suppress_health_check=suppressed, deadline=None{cap})\n"
         )
     return repo
 
 
-def configure(repo: Path, only: list[str]) -> None:
+def configure(repo: Path, only: list[str], tests: list[str] | tuple[str, ...] = TESTS) -> None:
     """mutmut's settings in the copy's setup.cfg (lists as indented continuation lines)."""
 
     def listed(values: list[str] | tuple[str, ...]) -> str:
@@ -127,7 +137,7 @@ def configure(repo: Path, only: list[str]) -> None:
         f"only_mutate={listed(only)}\n"
         f"also_copy={listed(['webhook/data/', 'bench/'])}\n"  # tests import bench helpers
         f"pytest_add_cli_args={listed(['-p', 'no:cacheprovider'])}\n"
-        f"pytest_add_cli_args_test_selection={listed(TESTS)}\n"
+        f"pytest_add_cli_args_test_selection={listed(tests)}\n"
     )
 
 
@@ -172,22 +182,36 @@ def main() -> int:
     parser.add_argument("--again", action="store_true",
                         help="after adding tests: run again only the previous run's survivors (same workdir"
                              " and --only), the new tests mapped first")
+    parser.add_argument("--tests", action="append",
+                        help=f"test folder or file the mutants meet (repeatable; default {' '.join(TESTS)})")
+    parser.add_argument("--max-examples", type=int, help="cap on every Hypothesis property's examples")
+    parser.add_argument("--report", action="store_true",
+                        help="only print the workdir's results (a run cut short keeps what it decided)")
     options = parser.parse_args()
     only = options.only or list(MUTATED)
+    tests = options.tests or list(TESTS)
 
     started = time.monotonic()
     python = bench_python()
+    if options.report:
+        return report(python, options.workdir / "repo", only=only, tests=tests, seconds=0.0,
+                      max_examples=options.max_examples)
     again = options.again and (options.workdir / "repo" / "mutants").is_dir()
     previous: list[str] = []
     if again:
         previous = [name for name, status in results(python, options.workdir / "repo").items()
                     if status == "survived"]
-    repo = scratch_copy(options.workdir, fresh=not again)
-    configure(repo, only)
+    repo = scratch_copy(options.workdir, fresh=not again, max_examples=options.max_examples)
+    configure(repo, only, tests)
     if not again or previous:
         mutmut(python, repo, "run", "--max-children", str(options.max_children), *previous)
-    seconds = time.monotonic() - started
+    return report(python, repo, only=only, tests=tests, seconds=time.monotonic() - started,
+                  max_examples=options.max_examples)
 
+
+def report(python: Path, repo: Path, *, only: list[str], tests: list[str], seconds: float,
+           max_examples: int | None) -> int:
+    """The per-module table, then every survivor with its diff (equivalents with the reason)."""
     statuses = results(python, repo)
     per_module: dict[str, Counter[str]] = defaultdict(Counter)
     survivors: list[tuple[str, str, str | None]] = []
@@ -200,7 +224,8 @@ def main() -> int:
             survivors.append((name, diff, reason))
         per_module[module][status] += 1
 
-    print(f"mutmut over {', '.join(only)}; tests from {', '.join(TESTS)}; {seconds / 60:.1f} min")
+    capped = f" (Hypothesis at most {max_examples} examples)" if max_examples else ""
+    print(f"mutmut over {', '.join(only)}; tests from {', '.join(tests)}{capped}; {seconds / 60:.1f} min")
     print(f"{'module':<40} {'mutants':>7} {'killed':>7} {'survived':>8} {'equiv.':>6} {'other':>6} "
           f"{'survival':>8}")
     totals: Counter[str] = Counter()

@@ -50,21 +50,25 @@ _WRONG = "\x00not-a-value"  # no field accepts it, so the parser's error states 
 
 
 def leaves(mapping: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
-    """(dotted path, value) of every leaf of a nested mapping, in the file's order."""
+    """(dotted path, value) of every leaf of a nested mapping, in the file's order; a list of mappings
+    (a class's `match`: any of them) by index, `match.0.images`."""
     for key, value in mapping.items():
         path = f"{prefix}{key}"
         if isinstance(value, Mapping):
             yield from leaves(value, f"{path}.")
+        elif isinstance(value, list) and value and all(isinstance(item, Mapping) for item in value):
+            for index, item in enumerate(value):
+                yield from leaves(item, f"{path}.{index}.")
         else:
             yield path, value
 
 
 def _with(mapping: Mapping[str, Any], path: str, value: object) -> dict[str, Any]:
     changed = copy.deepcopy(dict(mapping))
-    node = changed
+    node: Any = changed
     *parents, last = path.split(".")
     for key in parents:
-        node = node[key]
+        node = node[int(key)] if isinstance(node, list) else node[key]
     node[last] = value
     return changed
 
@@ -163,16 +167,20 @@ _CLASSES_SECTION = (
     "| `match.containerNames` | container names (`istio-proxy`) |",
     "| `match.priorityClassNames` | the Pod's `priorityClassName` |",
     "| `match.labels` | Pod labels that must all be equal |",
+    "| `match.volumeClaimTemplates` | `true`: a StatefulSet's Pod with volumeClaimTemplates (admission sees "
+    "each as a claim named `<template>-<pod>`; the preview reads the StatefulSet) |",
     "| `overrides` | a partial policy merged over the namespace's policy for Pods of this class |",
     "| `handsOff` | the Pod (or the container) is left alone |",
     "| `needsService` | probes and a preStop pause only once a Service selects the Pod |",
     "| `minimumRequests` | without history, each resource's `min` instead of its `request` |",
     "",
-    "All given conditions must hold; within a list any entry does. Classes are tried in order: those a",
+    "All given conditions must hold; within a list any entry does. `match` may also be a list of such",
+    "maps, any one of which selects the class (`datastore`: a known image, or volumeClaimTemplates); a",
+    "policy that sets `match` replaces the whole list. Classes are tried in order: those a",
     "policy document names itself (new or changed) first, then the bundled ones; a class without `match`",
     "(`web`) matches everything and is always last. `NAME: null` removes a class. A Pod no class matches is",
-    "`web`. Admission sees the Pod only: its owner's kind, images, container names, priority class and",
-    "labels, not the workload object (a StatefulSet's `volumeClaimTemplates`, a Deployment's annotations).",
+    "`web`. Admission sees the Pod only: its owner's kind, images, container names, priority class,",
+    "labels and its StatefulSet's claims, not the rest of the workload object (a Deployment's annotations).",
     "Class fields are validated like the rest of the file (`policy.yaml:LINE:COLUMN: policies.default."
     "classes.x.match.kind: unknown field`).",
     "",

@@ -132,6 +132,47 @@ class TestFormats:
         assert sorted(w["name"] for w in json.loads(out)["workloads"]) == names
 
 
+class TestValuesOutsideThePolicysBounds:
+    """An author's request below the policy's min or above its max is kept, and the report says so
+    (issue 26, item 4; the server and the preview: tests/rules/test_kept_values.py)."""
+
+    KEPT = workload(
+        "Deployment", "tiny", container("app", resources=resources({"cpu": "32", "memory": "1Mi"}))
+    )
+    SAID = (
+        "cpu request 32 is above the policy max 16; kept",
+        "memory request 1Mi is below the policy min 16Mi; kept",
+    )
+
+    @pytest.fixture
+    def kept(self, tmp_path: Path) -> Path:
+        path = tmp_path / "tiny.yaml"
+        path.write_text(yaml.safe_dump(self.KEPT))
+        return path
+
+    def test_the_document_keeps_the_values_and_carries_the_warnings(
+        self, capsys: pytest.CaptureFixture[str], kept: Path
+    ) -> None:
+        code, out, _ = run(capsys, "-f", str(kept), "-o", "json")
+        (app,) = json.loads(out)["workloads"][0]["containers"]
+        assert code == 0  # nothing changes
+        assert app["current"]["requests"] == app["recommended"]["requests"] == {"cpu": "32", "memory": "1Mi"}
+        assert app["sources"]["requests.memory"] == {"from": "author"}
+        assert tuple(app["warnings"]) == self.SAID
+
+    def test_the_wide_table_and_the_csv_show_the_warnings(
+        self, capsys: pytest.CaptureFixture[str], kept: Path
+    ) -> None:
+        _, wide, _ = run(capsys, "-f", str(kept), "-o", "wide")
+        row = wide.splitlines()[1]
+        assert row.split()[1:3] == ["Deployment/tiny", "app"]
+        assert "; ".join(self.SAID) in row
+        _, as_csv, _ = run(capsys, "-f", str(kept), "-o", "csv")
+        (line,) = csv.DictReader(io.StringIO(as_csv))
+        assert (line["requests.memory_now"], line["requests.memory_after"]) == ("1Mi", "1Mi")
+        assert line["warnings"] == "; ".join(self.SAID)
+
+
 class TestExitCodes:
     def test_exit_code_3_when_something_would_change(
         self, capsys: pytest.CaptureFixture[str], manifests: Path

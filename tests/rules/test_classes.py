@@ -45,6 +45,23 @@ def test_an_image_is_known_by_its_name_whatever_the_registry_tag_or_digest(image
                       claims=("data",)), svc(ports=((5432, 5432),))],
             "class=datastore (image postgres)", id="postgres StatefulSet: datastore",
         ),
+        pytest.param(
+            [workload("StatefulSet", box("store", image="example/blobstore:2.1", ports=(9000,)),
+                      claims=("data", "wal")), svc(ports=((9000, 9000),))],
+            "class=datastore (volumeClaimTemplates data,wal)",
+            id="a StatefulSet with volumeClaimTemplates and an unknown image: datastore",
+        ),
+        pytest.param(
+            [workload("StatefulSet", box("store", image="example/blobstore:2.1", ports=(9000,))),
+             svc(ports=((9000, 9000),))],
+            "class=web (default)", id="the same StatefulSet without volumeClaimTemplates: web",
+        ),
+        pytest.param(
+            [workload("StatefulSet", box("store", image="example/blobstore:2.1", ports=(9000,)),
+                      volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "shared-data"}}]),
+             svc(ports=((9000, 9000),))],
+            "class=web (default)", id="a StatefulSet sharing one claim of its own: web",
+        ),
         pytest.param([workload("Job", box("run", ports=()))], "class=batch (kind Job)", id="a Job: batch"),
         pytest.param([workload("DaemonSet", box("agent", ports=(), resources={"requests": {"cpu": "50m"}}))],
                      "class=node-agent (kind DaemonSet)", id="a DaemonSet: node-agent"),
@@ -66,6 +83,14 @@ class TestDatastore:
     def test_without_a_port_the_grace_period_still_grows(self, server: RunningServer) -> None:
         decided = both(server, workload("StatefulSet", box("kafka", image="apache/kafka:3.7", ports=())))
         assert decided.pod["spec"]["terminationGracePeriodSeconds"] == 60
+
+    def test_a_statefulset_with_a_volume_per_pod_shuts_down_as_one_whatever_its_image(
+        self, server: RunningServer
+    ) -> None:
+        store = box("store", image="ghcr.io/example/ledger:0.9", ports=(7000,))
+        decided = both(server, workload("StatefulSet", store, claims=("data",)), svc(ports=((7000, 7000),)))
+        assert decided.pod["spec"]["terminationGracePeriodSeconds"] >= 60
+        assert "limits" not in decided.container("store")["resources"]
 
     def test_no_startup_kill_budget_shorter_than_an_hour_of_recovery(self, server: RunningServer) -> None:
         live = {"livenessProbe": {"tcpSocket": {"port": 6379}, "periodSeconds": 10}}
@@ -181,6 +206,9 @@ class TestClassesInThePolicyFile:
              "policies.default.classes.x.overrides.drainSeconds: must be an integer"),
             ("policies:\n  default:\n    classes:\n      x:\n        scope: node\n",
              "policies.default.classes.x.scope: must be one of pod, container"),
+            ("policies:\n  default:\n    classes:\n      x:\n"
+             "        match: [{images: [a]}, {volumeClaimTemplates: maybe}]\n",
+             "policies.default.classes.x.match.1.volumeClaimTemplates: must be true or false"),
         ],
     )
     def test_a_wrong_class_is_an_error_at_its_line(self, text: str, where: str) -> None:

@@ -19,15 +19,15 @@ itself before admission.
 from __future__ import annotations
 
 import re
-from typing import Any, NamedTuple, TypedDict
+from typing import Any, NamedTuple, TypedDict, cast
 
 import msgspec
 import orjson
 
 from webhook.admission.review import API_VERSION, KIND, is_v1_pod
-from webhook.core.inputs import BASE_LABEL_KEYS, PodInputs, metadata_inputs, template_free
+from webhook.core.inputs import BASE_LABEL_KEYS, MetadataInputs, SpecInputs, metadata_inputs, template_free
 from webhook.core.snapshot import ClusterSnapshot
-from webhook.core.workload import TEMPLATE_HASH_LABEL
+from webhook.core.workload import CLAIM_TEMPLATES, TEMPLATE_HASH_LABEL, claim_templates
 
 __all__ = ["Peek", "peek_review", "peek_uid"]
 
@@ -40,9 +40,27 @@ class Peek(NamedTuple):
     key: bytes  # what the verdict cache is keyed on: `inputs` as JSON (see `_key`)
 
 
-class _Pod(PodInputs, total=False):
-    apiVersion: Any  # noqa: N815 (the JSON field's name)
-    kind: Any
+class _Claim(TypedDict, total=False):
+    claimName: Any
+
+
+class _Volume(TypedDict, total=False):
+    name: Any
+    persistentVolumeClaim: _Claim
+
+
+class _Spec(SpecInputs, total=False):
+    volumes: list[_Volume]  # only to find a StatefulSet's claims (`claim_templates`); not an input
+
+
+# A StatefulSet's claim templates are an input derived from the Pod's name and volumes; their key
+# (`CLAIM_TEMPLATES`) is decoded too, so that an object carrying it is read as `decision_inputs` reads it.
+_Pod = TypedDict(
+    "_Pod",
+    {"apiVersion": Any, "kind": Any, "metadata": MetadataInputs, "spec": _Spec,
+     "pod-tailor.io/volumeClaimTemplates": Any},
+    total=False,
+)  # fmt: skip
 
 
 class _Kind(TypedDict, total=False):
@@ -158,7 +176,15 @@ def peek_review(body: bytes, *, cluster: ClusterSnapshot | None = None) -> Peek 
     inputs: dict[str, Any] = (
         {"metadata": metadata_inputs(pod["metadata"], label_keys)} if "metadata" in pod else {}
     )
-    inputs["spec"] = pod["spec"]
+    spec = pod["spec"]
+    volumes = spec.pop("volumes", None)  # not an input: what it says is in `claims`
+    inputs["spec"] = spec
+    derived: dict[str, Any] = {"metadata": pod.get("metadata"), "spec": {"volumes": volumes}}
+    if CLAIM_TEMPLATES in pod:
+        derived[CLAIM_TEMPLATES] = cast(dict[str, Any], pod)[CLAIM_TEMPLATES]
+    claims = claim_templates(derived)
+    if claims:
+        inputs[CLAIM_TEMPLATES] = list(claims)
     try:
         # msgspec reads integers beyond 64 bits exactly, orjson as floats: only the range both agree on.
         key = _key(inputs, namespace, cluster)

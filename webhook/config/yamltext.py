@@ -112,8 +112,9 @@ def parse_yaml(text: str, *, origin: str, first_line: int = 1) -> Any:
 
 
 def position(text: str, path: Sequence[str]) -> tuple[int, int] | None:
-    """(line, column), from 1, of the value at `path` (mapping keys) in a YAML document, or of the
-    deepest part of it that is there; None when the text is not YAML or `path` starts nowhere."""
+    """(line, column), from 1, of the value at `path` (mapping keys, list indexes as digits) in a YAML
+    document, or of the deepest part of it that is there; None when the text is not YAML or `path`
+    starts nowhere."""
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except (yaml.YAMLError, RecursionError, ValueError):
@@ -123,6 +124,8 @@ def position(text: str, path: Sequence[str]) -> tuple[int, int] | None:
         found = None
         if isinstance(node, yaml.MappingNode):
             found = next((v for k, v in node.value if getattr(k, "value", None) == key), None)
+        elif isinstance(node, yaml.SequenceNode) and key.isdigit() and int(key) < len(node.value):
+            found = node.value[int(key)]
         if found is None:
             break
         node, mark = found, found.start_mark

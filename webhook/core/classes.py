@@ -4,10 +4,10 @@ A class is a name, a `match` and what changes for it. The policy's `classes` are
 namespace policy's own first, then the bundled ones); a Pod-scoped class decides for the whole Pod (the
 first that matches; none: `web`, today's behaviour), a container-scoped one (`mesh-proxy`, `pause`) for
 each container it matches. What admission can see: the Pod's owner kind (a ReplicaSet's Pod is a
-Deployment's), its images, container names, `priorityClassName` and labels. It cannot see the workload
-object itself (a StatefulSet's volumeClaimTemplates, replicas, annotations on the Deployment) nor what
-the image does; the claims a StatefulSet's Pod carries are named after the Pod, which the decision
-inputs leave out so that replicas share one verdict (`webhook.core.inputs`).
+Deployment's), its images, container names, `priorityClassName`, labels, and its StatefulSet's
+volumeClaimTemplates (the claims the controller names `<template>-<pod>`: `workload.claim_templates`).
+It cannot see the rest of the workload object (replicas, annotations on the Deployment) nor what the
+image does. A class may list several matches: any one that holds selects it.
 """
 
 from __future__ import annotations
@@ -54,12 +54,13 @@ class ClassMatch:
     container_names: frozenset[str] = frozenset()
     priority_class_names: frozenset[str] = frozenset()
     labels: tuple[tuple[str, str], ...] = ()  # the Pod's labels, all equal
+    claim_templates: bool = False  # a StatefulSet's Pod with a claim per Pod (volumeClaimTemplates)
 
 
 @dataclass(frozen=True, slots=True)
 class WorkloadClass:
     name: str
-    match: ClassMatch
+    match: tuple[ClassMatch, ...]  # any one holds; () matches everything (`web`)
     scope: Scope = Scope.POD
     hands_off: bool = False  # left alone: the whole Pod, or the container
     needs_service: bool = False  # probes and preStop only when a Service selects the Pod
@@ -68,13 +69,32 @@ class WorkloadClass:
     reason: str = field(default="", compare=False)
 
 
+def _why_any(
+    matches: tuple[ClassMatch, ...], pod: Mapping[str, Any], *, kind: str, refs: Sequence[ContainerRef],
+    claims: tuple[str, ...],
+) -> str | None:
+    """Why the first of `matches` that holds does (`image postgres`), "default" for none given, or None."""
+    if not matches:
+        return "default"
+    for match in matches:
+        why = _why(match, pod, kind=kind, refs=refs, claims=claims)
+        if why is not None:
+            return why
+    return None
+
+
 def _why(
-    match: ClassMatch, pod: Mapping[str, Any], *, kind: str, refs: Sequence[ContainerRef]
+    match: ClassMatch, pod: Mapping[str, Any], *, kind: str, refs: Sequence[ContainerRef],
+    claims: tuple[str, ...],
 ) -> str | None:
     """Why `match` holds for these containers of the Pod (`image postgres`), or None when it does not."""
     spec = pod["spec"]
     metadata = pod.get("metadata") or {}
     reasons: list[str] = []
+    if match.claim_templates:
+        if not claims:
+            return None
+        reasons.append("volumeClaimTemplates " + ",".join(claims))
     if match.kinds:
         if kind not in match.kinds:
             return None
@@ -106,26 +126,30 @@ def _why(
 
 
 def pod_class(
-    classes: Sequence[WorkloadClass], pod: Mapping[str, Any], *, kind: str
+    classes: Sequence[WorkloadClass], pod: Mapping[str, Any], *, kind: str, claims: tuple[str, ...] = ()
 ) -> WorkloadClass | None:
-    """The first Pod-scoped class matching the Pod (images: any regular container's), with its reason."""
+    """The first Pod-scoped class matching the Pod (images: any regular container's), with its reason.
+
+    `claims`: the names of its StatefulSet's volumeClaimTemplates (`workload.claim_templates`).
+    """
     regular = [ref for ref in containers(pod) if ref.group == "containers"]
     for candidate in classes:
         if candidate.scope is not Scope.POD:
             continue
-        why = _why(candidate.match, pod, kind=kind, refs=regular)
+        why = _why_any(candidate.match, pod, kind=kind, refs=regular, claims=claims)
         if why is not None:
             return _with_reason(candidate, why)
     return None
 
 
 def container_class(
-    classes: Sequence[WorkloadClass], pod: Mapping[str, Any], ref: ContainerRef, *, kind: str
+    classes: Sequence[WorkloadClass], pod: Mapping[str, Any], ref: ContainerRef, *, kind: str,
+    claims: tuple[str, ...] = (),
 ) -> WorkloadClass | None:
     """The first container-scoped class matching one container, with its reason."""
     for candidate in classes:
         if candidate.scope is Scope.CONTAINER:
-            why = _why(candidate.match, pod, kind=kind, refs=[ref])
+            why = _why_any(candidate.match, pod, kind=kind, refs=[ref], claims=claims)
             if why is not None:
                 return _with_reason(candidate, why)
     return None

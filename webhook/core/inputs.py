@@ -10,6 +10,8 @@ and a large annotation nobody reads costs nothing per cache entry: the `pod-tail
 and LimitRanger's; the `pod-tailor.io/` labels and the label keys the cluster snapshot says are read
 (`ClusterSnapshot.label_keys_read`); of each owner reference its kind, name and controller flag; and
 the Pod's own name only when no controller owner names its workload (`workload.controller_owner`).
+A StatefulSet's Pod's claims are named after the Pod: the inputs hold its volumeClaimTemplates'
+names instead (`workload.claim_templates`, under `CLAIM_TEMPLATES`), the same for every replica.
 A field of an odd shape is kept whole, so `malformed` judges the inputs as it judges the Pod, and
 a map left empty stays: whether `metadata.annotations` exists decides the shape of the patch.
 """
@@ -21,7 +23,13 @@ from typing import Any, TypedDict
 
 from webhook import PREFIX
 from webhook.core.pod import LIMIT_RANGER_ANNOTATION
-from webhook.core.workload import ROLLOUT_HASH_LABEL, TEMPLATE_HASH_LABEL, controller_owner
+from webhook.core.workload import (
+    CLAIM_TEMPLATES,
+    ROLLOUT_HASH_LABEL,
+    TEMPLATE_HASH_LABEL,
+    claim_templates,
+    controller_owner,
+)
 
 __all__ = [
     "BASE_LABEL_KEYS",
@@ -180,6 +188,9 @@ def decision_inputs(pod: Any, *, label_keys: frozenset[str] = BASE_LABEL_KEYS) -
         elif group in spec:
             projected[group] = items
     view["spec"] = projected
+    claims = claim_templates(pod)
+    if claims:
+        view[CLAIM_TEMPLATES] = list(claims)
     return view
 
 

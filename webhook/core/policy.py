@@ -260,7 +260,7 @@ def _names(reader: _Reader, key: str) -> frozenset[str]:
 
 
 def _match(reader: _Reader) -> ClassMatch:
-    reader.only("kinds", "images", "containerNames", "priorityClassNames", "labels")
+    reader.only("kinds", "images", "containerNames", "priorityClassNames", "labels", "volumeClaimTemplates")
     labels = reader.data.get("labels") or {}
     if not isinstance(labels, Mapping) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
@@ -272,7 +272,20 @@ def _match(reader: _Reader) -> ClassMatch:
         container_names=_names(reader, "containerNames"),
         priority_class_names=_names(reader, "priorityClassNames"),
         labels=tuple(sorted(labels.items())),
+        claim_templates=reader.boolean("volumeClaimTemplates", default=False),
     )
+
+
+def _matches(reader: _Reader, key: str) -> tuple[ClassMatch, ...]:
+    """A class's `match`: one map, or a list of maps of which any one holds; absent, everything."""
+    value = reader.data.get(key)
+    if value is None:
+        return ()
+    if isinstance(value, list) and value:
+        return tuple(_match(_Reader(one, f"{reader.path}.{key}.{index}")) for index, one in enumerate(value))
+    if isinstance(value, list):
+        raise PolicyError(f"{reader.path}.{key}: must be a mapping or a non-empty list of them, got []")
+    return (_match(reader.child(key)),)
 
 
 def _classes(reader: _Reader, *, first: frozenset[str]) -> tuple[WorkloadClass, ...]:
@@ -305,7 +318,7 @@ def _classes(reader: _Reader, *, first: frozenset[str]) -> tuple[WorkloadClass, 
             policy = _policy(reader.path.rsplit(".", 1)[-1], _Reader(merge(base, partial.data), partial.path))
         found.append(WorkloadClass(
             name=name,
-            match=_match(one.child("match")) if "match" in one.data else ClassMatch(),
+            match=_matches(one, "match"),
             scope=scope,
             hands_off=one.boolean("handsOff", default=False),
             needs_service=one.boolean("needsService", default=False),
@@ -313,7 +326,7 @@ def _classes(reader: _Reader, *, first: frozenset[str]) -> tuple[WorkloadClass, 
             policy=policy,
         ))  # fmt: skip
     # A class that matches everything (`web`) comes last, wherever it was named.
-    return tuple(sorted(found, key=lambda c: c.match == ClassMatch()))
+    return tuple(sorted(found, key=lambda c: not c.match or ClassMatch() in c.match))
 
 
 def _policy(name: str, reader: _Reader, *, first: frozenset[str] = frozenset()) -> Policy:
@@ -397,7 +410,13 @@ def parse_policies(document: object, *, base: Mapping[str, Any] | None = None) -
             name, _Reader(merge(base_map, partial.data), f"policies.{name}"),
             first=own_classes | _own_classes(partial.data),
         )
-    keys = {key for policy in policies.values() for found in policy.classes for key, _ in found.match.labels}
+    keys = {
+        key
+        for policy in policies.values()
+        for found in policy.classes
+        for match in found.match
+        for key, _ in match.labels
+    }
     return PolicySet(policies, class_label_keys=frozenset(keys))
 
 

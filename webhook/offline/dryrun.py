@@ -108,6 +108,14 @@ def controller_pod(source: PodSource, *, namespace: str | None) -> dict[str, Any
             pod["metadata"]["name"] = f"{name}-0"
             pod["metadata"]["labels"]["statefulset.kubernetes.io/pod-name"] = f"{name}-0"
             del pod["metadata"]["generateName"]
+            # A volume per claim template, claimed as `<template>-<pod>`, in place of one of that name.
+            claims = source.claim_templates
+            if claims:
+                kept = [v for v in pod["spec"].get("volumes") or () if (v or {}).get("name") not in claims]
+                pod["spec"]["volumes"] = [
+                    *({"name": c, "persistentVolumeClaim": {"claimName": f"{c}-{name}-0"}} for c in claims),
+                    *kept,
+                ]
     target = namespace or (document.get("metadata") or {}).get("namespace")
     if target:
         pod["metadata"]["namespace"] = target

@@ -90,7 +90,8 @@ class BuildSettings:
     retry_pause: float = 1.0  # seconds before asking a busy server (429, 5xx, no answer) again; doubled
     namespaces: tuple[str, ...] = ()  # empty: every namespace
     # Series with fewer samples than this (short-lived Pods: Jobs, churn) are fetched whole, so their
-    # share of the pooled percentile is exact rather than interpolated between a few quantiles.
+    # share of the pooled percentile is exact rather than interpolated between a few quantiles
+    # (without `exact_cpu` only: the top fetch reads them as every other series).
     raw_limit: int = 200
     raw_budget: int = 2_000_000  # at most this many values fetched whole per build (memory bound)
     # The exact CPU statistic's queries (`exact`) name the Pods of a batch of pools, up to this much
@@ -340,7 +341,10 @@ def _build(
         intervals = {namespace: found for namespace, found in scrape.intervals().items() if found > 0}
         stats = StatsBySeries(found, interval=intervals or interval, seen=seen, since=end - window,
                               grid=settings.cpu_grid())
-        fetch_short_series(prom, settings, stats, end=end, pool=pool)
+        if not settings.exact_cpu:
+            # Exact: the top fetch reads every series' points above its pool's floor, short ones too,
+            # so their every value (a range of every step per series: Prometheus' heap) is not needed.
+            fetch_short_series(prom, settings, stats, end=end, pool=pool)
         oom: dict[SeriesId, int] = {}
         for sample in oom_f.result():
             sid = series_id(sample.labels)

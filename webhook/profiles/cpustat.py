@@ -10,6 +10,7 @@ ones are not asked.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from typing import TYPE_CHECKING
@@ -36,11 +37,12 @@ _MARGIN = 0.0  # the estimate itself: measured 1-9 % under the exact value on th
 
 
 def _estimate(parts: Sequence[SeriesStats], q: float) -> float | None:
-    """The pool's percentile rebuilt from its slices' quantiles and the values known whole (None: idle)."""
+    """The pool's percentile rebuilt from its slices' quantiles and the values known whole (None: idle;
+    -inf: unknown, every point asked: series too short for a point on the passes' coarser grid)."""
     summaries = [(s.samples, series_knots(s)) for s in parts if s.cpu_quantiles and not s.cpu_values]
     values = tuple(v for s in parts for v in s.cpu_values)
     if not summaries and not values:
-        return None
+        return -math.inf if any(s.samples > 0 for s in parts) else None
     quantiles = [v for _, knots in summaries for v, p in knots if p < 1] + ([max(values)] if values else [])
     if max(quantiles, default=0.0) <= _IDLE:
         return None
@@ -77,22 +79,23 @@ def exact_cpu(
     members: dict[Container, list[object]] = {}
     lives: dict[SeriesId, float] = {}
     for container, sids in containers.items():
-        if sum(sum(part.samples for part in stats[sid]) for sid in sids) < strategy.min_samples:
+        each = {sid: stats[sid] for sid in sids}  # made once here: `stats` makes them when asked
+        if sum(part.samples for parts in each.values() for part in parts) < strategy.min_samples:
             continue
         groups = [[sid] for sid in sids] if per_pod else [list(sids)]
         members[container] = []
         for group in groups:
-            parts = [part for sid in group for part in stats[sid]]
+            parts = [part for sid in group for part in each[sid]]
             estimate = _estimate(parts, q)
             if estimate is None:
                 continue
             key = (container, group[0]) if per_pod else container
-            asked = tuple(sid for sid in group if not any(part.cpu_values for part in stats[sid]))
+            asked = tuple(sid for sid in group if not any(part.cpu_values for part in each[sid]))
             values = tuple(v for part in parts for v in part.cpu_values)
             pools.append(Pool(key, asked, estimate * (1 - _MARGIN), values))
             members[container].append(key)
             for sid in asked:
-                life = sum(part.last - part.first for part in stats[sid]) + 2 * interval
+                life = sum(part.last - part.first for part in each[sid]) + 2 * interval
                 lives[sid] = min(window, life)
     step = queries.duration(settings.step)
     outcome = top_fetch(

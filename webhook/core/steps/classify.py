@@ -1,8 +1,9 @@
 """Step: the Pod's workload class and its containers' (`webhook.core.classes`); runs first.
 
 Reads the policy's `classes`, the workload's kind (or the Pod's owner), the Pod's images, container
-names, priorityClassName, labels and claims. Sets `workload_class` and, when the class changes the
-policy, `policy` and `features`; a hands-off class skips the Pod. A class that needs a Service leaves
+names, priorityClassName, labels and its StatefulSet's volumeClaimTemplates (`claim_templates`).
+Sets `workload_class` and, when the class changes the policy, `policy` and `features`; a hands-off
+class skips the Pod. A class that needs a Service leaves
 every container non-serving until one selects the Pod. Container classes take a container out of
 `sizeable` (hands-off) or give it the policy's minimum requests (`container_policies`).
 """
@@ -15,7 +16,7 @@ from webhook.core.classes import container_class, pod_class
 from webhook.core.decision import Note
 from webhook.core.policy import Policy
 from webhook.core.steps.context import Context, Step
-from webhook.core.workload import pod_workload
+from webhook.core.workload import claim_templates, pod_workload
 
 __all__ = ["STEP"]
 
@@ -34,7 +35,8 @@ def _run(ctx: Context) -> None:
         kind = ctx.workload.kind
     else:
         kind = pod_workload(ctx.pod, str((ctx.pod.get("metadata") or {}).get("namespace") or "")).kind
-    found = pod_class(classes, ctx.pod, kind=kind)
+    claims = claim_templates(ctx.pod)
+    found = pod_class(classes, ctx.pod, kind=kind, claims=claims)
     ctx.workload_class = found
     if found is not None:
         if found.hands_off:
@@ -47,7 +49,7 @@ def _run(ctx: Context) -> None:
             ctx.served = {}  # no Service sends to it: no container serves
     kept = []
     for ref in ctx.sizeable:
-        own = container_class(classes, ctx.pod, ref, kind=kind)
+        own = container_class(classes, ctx.pod, ref, kind=kind, claims=claims)
         if own is None:
             kept.append(ref)
         elif own.hands_off:
