@@ -230,8 +230,8 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
     )
     build.add_argument(
         "--summary-days", type=count, default=defaults.summary_days,
-        help=f"days of hourly usage kept as each container's drawable summary (four queries a day; 0: none)"
-        f" [{defaults.summary_days}]",
+        help="days of hourly usage kept as each container's drawable summary (one to four queries a day;"
+        f" 0: none) [{defaults.summary_days}]",
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 

@@ -29,8 +29,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KEYS",
+    "Band",
     "Quota",
     "QuotaPolicy",
+    "RoomReading",
     "applies",
     "parse_quota",
     "quota_policy",
@@ -173,3 +175,38 @@ def room(
             if key not in found or left < found[key][0]:
                 found[key] = (left, quota.name)
     return found
+
+
+@dataclass(frozen=True, slots=True)
+class Band:
+    """The rooms of one key (`room`) for which a decision comes out the same: `low <= room <= high`
+    (None: unbounded), and where the decision named the tightest quota, that quota still the tightest."""
+
+    low: Decimal | None = None
+    high: Decimal | None = None
+    name: str | None = None
+
+    def holds(self, left: Decimal, name: str) -> bool:
+        return (
+            (self.low is None or left >= self.low)
+            and (self.high is None or left <= self.high)
+            and (self.name is None or name == self.name)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RoomReading:
+    """How a decision read the room its namespace's quotas left (`room` over the quotas `counted`),
+    so a replica decided against other Pods' pending charges can reuse it: per key, the band of rooms
+    that give the same decision. The verdict cache checks it instead of deciding again."""
+
+    counted: tuple[str, ...]  # the quotas that counted the Pod, by name
+    bands: Mapping[str, Band]  # canonical key -> band; every key `room` gives
+
+    def holds(self, quotas: Sequence[Quota], pending: Mapping[str, Mapping[str, Decimal]] | None) -> bool:
+        """Whether `quotas` (the namespace's, as the decision saw them) and `pending` give a room in
+        every band, so deciding again would give the same decision."""
+        left = room([quota for quota in quotas if quota.name in self.counted], pending)
+        if left.keys() != self.bands.keys():
+            return False
+        return all(band.holds(*left[key]) for key, band in self.bands.items())
