@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from webhook.commands.failures import PARTIAL
+from webhook.commands.options import add_manifest_files
 from webhook.commands.parser import group
 from webhook.offline.dryrun import SKIP_LABEL, controller_pod, dry_run_create, injected_diff
 from webhook.offline.inputs import Input, read_inputs
@@ -135,12 +136,8 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     given = group(parser, "input")
-    given.add_argument(
-        "-f", "--filename", required=True, action="append",
-        help="manifest file, directory (its .yaml, .yml, .json files); - = stdin; repeatable",
-    )  # fmt: skip
-    given.add_argument(
-        "-R", "--recursive", action="store_true", help="-f DIR reads its subdirectories too, as kubectl -R"
+    add_manifest_files(
+        given, manifests="manifest file, directory (its .yaml, .yml, .json files); - = stdin; repeatable"
     )
     given.add_argument("-n", "--namespace", help="namespace the Pods would be created in")
     cluster = group(parser, "cluster")

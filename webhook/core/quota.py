@@ -169,9 +169,12 @@ def room(
     key no quota tracks is absent. A quota whose status is not written yet counts nothing used."""
     found: dict[str, tuple[Decimal, str]] = {}
     for quota in quotas:
-        charged = (pending or {}).get(quota.name) or {}
+        charged = pending.get(quota.name) if pending else None
+        used = quota.used
         for key, hard in quota.hard.items():
-            left = hard - quota.used.get(key, Decimal(0)) - charged.get(key, Decimal(0))
+            left = hard - used[key] if key in used else hard
+            if charged and key in charged:
+                left -= charged[key]
             if key not in found or left < found[key][0]:
                 found[key] = (left, quota.name)
     return found
@@ -207,6 +210,10 @@ class RoomReading:
         """Whether `quotas` (the namespace's, as the decision saw them) and `pending` give a room in
         every band, so deciding again would give the same decision."""
         left = room([quota for quota in quotas if quota.name in self.counted], pending)
-        if left.keys() != self.bands.keys():
+        if len(left) != len(self.bands):
             return False
-        return all(band.holds(*left[key]) for key, band in self.bands.items())
+        for key, band in self.bands.items():
+            found = left.get(key)
+            if found is None or not band.holds(*found):
+                return False
+        return True
