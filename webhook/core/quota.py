@@ -209,7 +209,9 @@ class RoomReading:
     def holds(self, quotas: Sequence[Quota], pending: Mapping[str, Mapping[str, Decimal]] | None) -> bool:
         """Whether `quotas` (the namespace's, as the decision saw them) and `pending` give a room in
         every band, so deciding again would give the same decision."""
-        left = room([quota for quota in quotas if quota.name in self.counted], pending)
+        counted = self.counted  # names from these very quotas: as many means all of them
+        left = room(quotas if len(quotas) == len(counted) else [q for q in quotas if q.name in counted],
+                    pending)
         if len(left) != len(self.bands):
             return False
         for key, band in self.bands.items():
