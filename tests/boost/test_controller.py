@@ -14,14 +14,13 @@ import jsonpatch
 import kubernetes_validate
 import pytest
 from kubefake import FakeKube
-from kubernetes import client, config
 
 from tests.boost.test_admission import BOOST, JVM
 from tests.cluster.helpers import wait_until
 from tests.engine.podkit import container, pod
+from tests.replicas import Replica, candidates
 from webhook.controllers.boost import BoostController
 from webhook.controllers.boostmetrics import BoostMetrics
-from webhook.controllers.leader import LeaderElector, LeaseConfig
 from webhook.core.boostmark import BOOST_ANNOTATION, BOOSTED_LABEL, BoostRecord, SteadyCpu, read_record
 from webhook.core.engine import tailor
 from webhook.core.facts import ClusterFacts
@@ -54,33 +53,19 @@ def admitted(
     return created
 
 
-def api(kubeconfig: Path) -> client.ApiClient:
-    configuration = client.Configuration()
-    config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)  # type: ignore[no-untyped-call]
-    return client.ApiClient(configuration)
-
-
-class Running:
+class Running(Replica):
     """One controller in a thread, on its own API client and clock; stopped at exit."""
 
     def __init__(
         self, kubeconfig: Path, *, clock: list[float], leading: threading.Event | None = None
     ) -> None:
+        super().__init__(kubeconfig, leading=leading)
         self.metrics = BoostMetrics()
-        self.stop = threading.Event()
-        self.leading = leading or threading.Event()
-        if leading is None:
-            self.leading.set()
         self.controller = BoostController(
-            api(kubeconfig), leading=self.leading, stop=self.stop, metrics=self.metrics,
-            clock=lambda: clock[0], tick=0.05,
+            self.api, leading=self.leading, stop=self.stop, metrics=self.metrics, clock=lambda: clock[0],
+            tick=0.05,
         )  # fmt: skip
-        self.thread = threading.Thread(target=self.controller.run, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join(10)
+        self.start(self.controller.run)
 
     def count(self, name: str, *labels: str) -> float:
         metric = getattr(self.metrics, name)
@@ -256,21 +241,9 @@ class TestRestartsAndReplicas:
         kube.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "pod-tailor"}})
         for index in range(3):
             kube.put(admitted(f"web-{index}", ready_for=None))
-        electors, replicas = [], []
-        for identity in ("a", "b"):
-            leading = threading.Event()
-            lease = LeaseConfig(
-                "pod-tailor",
-                "pod-tailor-boost-controller",
-                identity,
-                lease_seconds=10,  # long enough that a loaded test machine does not flip the leader
-                renew_deadline=5.0,
-                retry_period=0.1,
-            )
-            electors.append(
-                LeaderElector(api(kubeconfig), lease, on_started=leading.set, on_stopped=leading.clear)
-            )
-            replicas.append(Running(kubeconfig, clock=clock, leading=leading))
+        contenders = candidates(kubeconfig, "pod-tailor-boost-controller")
+        electors = [contender.elector for contender in contenders]
+        replicas = [Running(kubeconfig, clock=clock, leading=contender.leading) for contender in contenders]
         try:
             for elector in electors:
                 elector.start()

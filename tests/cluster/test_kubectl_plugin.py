@@ -73,7 +73,7 @@ def assert_as_documented(command: str, out: str) -> None:
     assert not stale, f"docs/preview.md shows lines `{command}` no longer prints: {stale}\n{out}"
 
 
-def plugin(*args: str, kubeconfig: Path) -> subprocess.CompletedProcess[str]:
+def plugin(*args: str, kubeconfig: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     env = os.environ | {"PATH": f"{PLUGIN.parent}:{os.environ['PATH']}"}
     assert KUBECTL is not None
     return subprocess.run(
@@ -89,7 +89,40 @@ def plugin(*args: str, kubeconfig: Path) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=120,
         env=env,
+        input=stdin,
     )
+
+
+STATEFULSET_IN_A_LIST = """\
+apiVersion: v1
+kind: List
+items:
+  - apiVersion: apps/v1
+    kind: StatefulSet
+    metadata: {name: store}
+    spec:
+      serviceName: store
+      selector: {matchLabels: {app: store}}
+      template:
+        metadata: {labels: {app: store}}
+        spec:
+          containers: [{name: store, image: example/blobstore:2.1, ports: [{containerPort: 9000}]}]
+      volumeClaimTemplates:
+        - metadata: {name: data}
+          spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+"""
+
+
+@pytest.fixture
+def app_dir(tmp_path: Path) -> Path:
+    """A directory as `kubectl apply -f DIR -R` takes it: a Deployment and its Service, and a StatefulSet
+    in a List one directory down (with a ConfigMap beside it that holds no Pod)."""
+    root = tmp_path / "app"
+    (root / "store").mkdir(parents=True)
+    (root / "web.yaml").write_text(DEPLOYMENT)
+    (root / "store" / "store.yaml").write_text(STATEFULSET_IN_A_LIST)
+    (root / "store" / "config.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n")
+    return root
 
 
 class TestControllerPod:
@@ -132,6 +165,20 @@ class TestControllerPod:
         assert pod["metadata"]["ownerReferences"][0]["name"] == f"web-{template_hash}"
         assert pod["metadata"]["generateName"] == f"web-{template_hash}-"
         assert "namespace" not in pod["metadata"]  # kubectl's current namespace applies
+
+    def test_a_statefulset_pod_claims_each_template_as_its_controller_names_it(self) -> None:
+        document = yaml.safe_load(STATEFULSET_IN_A_LIST)["items"][0]
+        document["spec"]["template"]["spec"]["volumes"] = [
+            {"name": "data", "emptyDir": {}},  # the controller puts the claim in its place
+            {"name": "config", "configMap": {"name": "store"}},
+        ]
+        (source,) = pod_sources([document])
+        pod = controller_pod(source, namespace="shop")
+        assert pod["metadata"]["name"] == "store-0"
+        assert pod["spec"]["volumes"] == [
+            {"name": "data", "persistentVolumeClaim": {"claimName": "data-store-0"}},
+            {"name": "config", "configMap": {"name": "store"}},
+        ]
 
     def test_a_bare_pod_is_sent_as_written_without_server_fields(self) -> None:
         pod_yaml = "kind: Pod\nmetadata: {name: p, uid: u, resourceVersion: '1'}\nspec: {containers: []}\n"
@@ -202,6 +249,48 @@ class TestAgainstACluster:
         assert result.returncode == 0, result.stderr
         assert "# pod-tailor changed nothing" in result.stdout
         assert "# warning" not in result.stdout
+
+
+    def test_a_directory_is_read_as_kubectl_reads_it_every_workload_in_order(
+        self, cluster: tuple[FakeKube, Path], app_dir: Path
+    ) -> None:
+        _, kubeconfig = cluster
+        flat = plugin("-f", str(app_dir), "-n", "prod", kubeconfig=kubeconfig)
+        result = plugin("-f", str(app_dir), "-R", "-n", "prod", kubeconfig=kubeconfig)
+        assert (flat.returncode, result.returncode) == (0, 0), result.stderr
+        headers = [line for line in result.stdout.splitlines() if line.startswith("# ") and "->" in line]
+        assert headers == [
+            f"# {app_dir}/store/store.yaml: StatefulSet/store -> Pod in namespace prod (server-side dry run)",
+            f"# {app_dir}/web.yaml: Deployment/web -> Pod in namespace prod (server-side dry run)",
+        ]  # kubectl's walk: names sorted, a directory where its name sorts
+        # The StatefulSet's claims, as its controller names them: the server's class for it.
+        assert "class=datastore (volumeClaimTemplates data)" in result.stdout
+        assert "StatefulSet/store" not in flat.stdout  # without -R, the subdirectory is not read
+
+    def test_stdin_is_read_once_and_previewed(self, cluster: tuple[FakeKube, Path]) -> None:
+        _, kubeconfig = cluster
+        result = plugin("-f", "-", "-n", "prod", kubeconfig=kubeconfig, stdin=STATEFULSET_IN_A_LIST)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.startswith("# StatefulSet/store -> Pod in namespace prod")
+
+
+@needs_kubectl
+@pytest.mark.parametrize("given", ["dir", "stdin"])
+def test_without_cluster_access_the_offline_preview_reads_the_same_input(
+    tmp_path: Path, app_dir: Path, given: str
+) -> None:
+    with FakeKube() as gone:
+        kubeconfig = gone.write_kubeconfig(tmp_path / "kubeconfig")
+    if given == "dir":
+        result = plugin("-f", str(app_dir), "-R", kubeconfig=kubeconfig)
+        shown = [f"+++ {app_dir}/store/store.yaml: StatefulSet/store (tailored)",
+                 f"+++ {app_dir}/web.yaml: Deployment/web (tailored)"]  # fmt: skip
+    else:
+        result = plugin("-f", "-", kubeconfig=kubeconfig, stdin=STATEFULSET_IN_A_LIST)
+        shown = ["+++ StatefulSet/store (tailored)"]
+    assert result.returncode == 0, result.stderr
+    assert "showing the OFFLINE preview instead" in result.stdout.splitlines()[0]
+    assert [line for line in result.stdout.splitlines() if line.startswith("+++ ")] == shown
 
 
 @needs_kubectl

@@ -198,6 +198,13 @@ def siblings(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any], Any, dict
         sibling["metadata"]["ownerReferences"][0].update(uid="u-2", blockOwnerDeletion=False)
         sibling["metadata"].pop("generateName", None)
         sibling["metadata"]["name"] = f"{owner['name']}-{draw(st.integers(0, 99))}"
+    if owner is not None and owner["kind"] == "StatefulSet" and draw(st.booleans()):
+        # Each replica claims its volumeClaimTemplates under its own name, as the controller names them.
+        pod["metadata"].pop("generateName", None)
+        pod["metadata"]["name"] = "db-0"
+        for replica in (pod, sibling):
+            claim = {"claimName": f"data-{replica['metadata']['name']}"}
+            replica["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": claim}]
     return pod, sibling, policy, profiles, cluster
 
 

@@ -16,17 +16,15 @@ from typing import Any
 import pytest
 from kubefake import FakeKube
 
-from tests.boost.test_controller import api
 from tests.cluster.helpers import wait_until
+from tests.replicas import Replica as ControllerReplica
+from tests.replicas import candidates
 from tests.report.fleet import container, namespace, recommendation, resources, workload
 from webhook.config.settings import Settings
-from webhook.controllers.leader import LeaderElector, LeaseConfig
 from webhook.controllers.reportmetrics import ReportMetrics
 from webhook.controllers.reports import ReportsController
 from webhook.core.snapshot import ProfileSnapshot
 from webhook.core.workload import WorkloadKey
-from webhook.refreshers.cluster import ClusterRefresher
-from webhook.refreshers.state import State
 
 from .kit import assert_valid_report, report_crd
 
@@ -46,30 +44,17 @@ def policy_configmap(text: str = "policies:\n  default: {}\n") -> dict[str, Any]
             "data": {"policy.yaml": text}}  # fmt: skip
 
 
-class Replica:
+class Replica(ControllerReplica):
     """One controller: the cluster refresher the webhook runs, profiles, the controller, in threads."""
 
     def __init__(self, kubeconfig: Path, *, leading: threading.Event | None = None, **options: Any) -> None:
-        self.state = State()
-        self.state.swap_profiles(ProfileSnapshot(profiles={}, taken_at=1.0))
-        self.refresher = ClusterRefresher(Settings(kubeconfig=str(kubeconfig)))
-        self.refresher.start(self.state)
-        self.stop, self.leading = threading.Event(), leading or threading.Event()
-        if leading is None:
-            self.leading.set()
+        super().__init__(kubeconfig, leading=leading, settings=Settings(kubeconfig=str(kubeconfig)),
+                         profiles=ProfileSnapshot(profiles={}, taken_at=1.0))  # fmt: skip
         self.metrics = ReportMetrics()
         self.controller = ReportsController(
-            api(kubeconfig), cluster=lambda: self.state.cluster, profiles=lambda: self.state.profiles,
-            ready=lambda: "cluster" not in self.state.pending, leading=self.leading, stop=self.stop,
-            metrics=self.metrics, tick=0.05, **options,
-        )  # fmt: skip
-        self.thread = threading.Thread(target=self.controller.run, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join(10)
-        self.refresher.stop()
+            self.api, **self.reads(), metrics=self.metrics, tick=0.05, **options
+        )
+        self.start(self.controller.run)
 
     def passes(self, count: int = 3) -> None:
         """Wait for `count` more whole passes (each starts after the one running now)."""
@@ -291,17 +276,14 @@ class TestLeaderChange:
         fake.put(web())
         config = tmp_path / "kubeconfig-lease"
         kubeconfig = fake.write_kubeconfig(config)
-        electors, replicas = [], []
+        contenders = candidates(kubeconfig, "pod-tailor-reports", ("one", "two"), lease_seconds=3,
+                                renew_deadline=2.0, retry_period=0.2)  # fmt: skip
+        electors = [contender.elector for contender in contenders]
+        replicas = []
         with contextlib.ExitStack() as stack:
-            for identity in ("one", "two"):
-                leading = threading.Event()
-                lease = LeaseConfig("pod-tailor", "pod-tailor-reports", identity, lease_seconds=3,
-                                    renew_deadline=2.0, retry_period=0.2)  # fmt: skip
-                elector = LeaderElector(api(kubeconfig), lease, on_started=leading.set,
-                                        on_stopped=leading.clear)  # fmt: skip
-                replicas.append(stack.enter_context(replica(fake, tmp_path, leading=leading)))
-                elector.start()
-                electors.append(elector)
+            for contender in contenders:
+                replicas.append(stack.enter_context(replica(fake, tmp_path, leading=contender.leading)))
+                contender.elector.start()
                 wait_until(lambda: any(e.is_leader for e in electors), timeout=30, what="a leader")
             first = next(i for i, e in enumerate(electors) if e.is_leader)
             other = 1 - first

@@ -19,18 +19,15 @@ from kubefake import FakeKube
 from prometheus_client import CollectorRegistry
 
 from tests.autoscalers.kit import VPA_PREFIX, hpa, utilization, vpa
-from tests.boost.test_controller import api
 from tests.cluster.helpers import wait_until
+from tests.replicas import Replica, candidates
 from tests.rightsize.kit import NOW, QUIETER, app, container, node, pod, pod_metrics, profiles, running
 from webhook.config.settings import Settings
-from webhook.controllers.leader import LeaderElector, LeaseConfig
 from webhook.controllers.resizemetrics import RightsizeMetrics
 from webhook.controllers.rightsize import RightsizeController
 from webhook.core.resizemark import RESIZED_ANNOTATION, Change, Entry, history_text, read_history
 from webhook.core.snapshot import ProfileSnapshot
 from webhook.core.workload import WorkloadKey
-from webhook.refreshers.cluster import ClusterRefresher
-from webhook.refreshers.state import State
 
 POLICY = """policies:
   rightsize:
@@ -45,31 +42,20 @@ POD = "web-7d4b9c8f6d-abcde"
 RESIZE = f"/api/v1/namespaces/shop/pods/{POD}/resize"
 
 
-class Controller:
+class Controller(Replica):
     """One replica: the cluster refresher the webhook runs, the profiles, and the controller, in threads."""
 
     def __init__(self, kubeconfig: Path, policy_file: Path, *, clock: list[float], profiles: Any,
                  leading: threading.Event | None = None, per_minute: int = 30) -> None:  # fmt: skip
-        self.state = State()
-        self.state.swap_profiles(ProfileSnapshot(profiles=profiles, taken_at=NOW))
-        self.refresher = ClusterRefresher(Settings(kubeconfig=str(kubeconfig), policy_file=str(policy_file)))
-        self.refresher.start(self.state)
-        self.stop, self.leading = threading.Event(), leading or threading.Event()
-        if leading is None:
-            self.leading.set()
+        settings = Settings(kubeconfig=str(kubeconfig), policy_file=str(policy_file))
+        super().__init__(kubeconfig, leading=leading, settings=settings,
+                         profiles=ProfileSnapshot(profiles=profiles, taken_at=NOW))  # fmt: skip
         self.metrics = RightsizeMetrics(CollectorRegistry())
         self.controller = RightsizeController(
-            api(kubeconfig), cluster=lambda: self.state.cluster, profiles=lambda: self.state.profiles,
-            ready=lambda: "cluster" not in self.state.pending, leading=self.leading, stop=self.stop,
-            metrics=self.metrics, clock=lambda: clock[0], tick=0.05, per_minute=per_minute,
+            self.api, **self.reads(), metrics=self.metrics, clock=lambda: clock[0], tick=0.05,
+            per_minute=per_minute,
         )  # fmt: skip
-        self.thread = threading.Thread(target=self.controller.run, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join(10)
-        self.refresher.stop()
+        self.start(self.controller.run)
 
     def count(self, result: str) -> float:
         return float(self.metrics.resizes.labels(result)._value.get())
@@ -264,19 +250,12 @@ class TestWatchesAndLeaders:
         kube.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "pod-tailor"}})
         kube.put(running())
         kube.put(pod_metrics(running(), "90Mi"), plural="pods")
-        electors, replicas, stack = [], [], contextlib.ExitStack()
-        with stack:
-            for identity in ("a", "b"):
-                leading = threading.Event()
-                lease = LeaseConfig("pod-tailor", "pod-tailor-boost-controller", identity, lease_seconds=10,
-                                    renew_deadline=5.0, retry_period=0.1)  # fmt: skip
-                electors.append(LeaderElector(api(kubeconfig), lease, on_started=leading.set,
-                                              on_stopped=leading.clear))  # fmt: skip
-                replicas.append(stack.enter_context(controller(cluster, leading=leading)))
-            for elector in electors:
-                elector.start()
-            for elector in electors:
-                stack.callback(elector.stop)
+        contenders = candidates(kubeconfig, "pod-tailor-boost-controller")
+        with contextlib.ExitStack() as stack:
+            replicas = [stack.enter_context(controller(cluster, leading=c.leading)) for c in contenders]
+            for contender in contenders:
+                contender.elector.start()
+                stack.callback(contender.elector.stop)
             wait_until(lambda: sum(r.count("resized") for r in replicas) == 1, what="one resize")
             (leader,) = [r for r in replicas if r.leading.is_set()]
             leader.passes()

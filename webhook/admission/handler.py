@@ -136,7 +136,6 @@ def _describe(exc: BaseException) -> str:
 
 MIN_ANSWER_LIMIT = 16 * 1024
 _ENFORCED = (Outcome.PATCHED, Outcome.UNCHANGED)  # the Pod is created as decided: it charges its quotas
-_ZERO = Decimal(0)
 
 
 def answer_limit(request_bytes: int) -> int:
@@ -190,27 +189,17 @@ def _still_fits(
     """Whether a cached verdict holds for this replica too; records its charges when it does.
 
     Outside a namespace with quotas, always. Within one, the decision depends on the room the Pods
-    admitted just before left: a verdict no quota lowered holds while its charges still fit (the
-    same inputs with that room decide the same values), and one a quota lowered is decided again.
+    admitted just before left, and only through it: the verdict says which rooms give the same
+    decision (`RoomReading`: a value that fits keeps fitting in a larger room, a quota that is full
+    stays full in a smaller one), so it holds while the room now is within them.
     """
     quotas = cluster.quotas.get(review.namespace) if ledger is not None else None
     if not quotas or ledger is None:
         return True
-    if "quota" in found.capped:
+    reading = found.room_reading
+    if reading is not None and not reading.holds(quotas, ledger.pending(review.namespace, quotas)):
         return False
-    pending = ledger.pending(review.namespace, quotas)
-    for quota in quotas:
-        charged = found.charges.get(quota.name)
-        if not charged:
-            continue
-        waiting = pending.get(quota.name) or {}
-        for resource, amount in charged.items():
-            hard = quota.hard.get(resource)
-            if hard is None:
-                continue
-            if amount > hard - quota.used.get(resource, _ZERO) - waiting.get(resource, _ZERO):
-                return False
-    if not review.dry_run and found.outcome in _ENFORCED:
+    if found.charges and not review.dry_run and found.outcome in _ENFORCED:
         ledger.record(review.namespace, found.charges)
     return True
 

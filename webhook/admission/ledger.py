@@ -74,11 +74,14 @@ class QuotaLedger:
         now = self._clock()
         for name, amounts in charges.items():
             key = (namespace, name)
-            entries = self._entries.setdefault(key, deque())
-            total = self._totals.setdefault(key, {})
+            entries = self._entries.get(key)
+            if entries is None:
+                entries, total = self._entries[key], self._totals[key] = deque(), {}
+            else:
+                total = self._totals[key]
             entries.append((now, amounts))
             for resource, amount in amounts.items():
-                total[resource] = total.get(resource, Decimal(0)) + amount
+                total[resource] = total[resource] + amount if resource in total else amount
             if len(entries) > self.max_entries:
                 self._take(total, entries.popleft()[1])
 

@@ -15,6 +15,7 @@ from webhook.admission.budget import fit_audit, fit_warnings
 from webhook.admission.response import answer_tail, encode_patch
 from webhook.core.decision import Basis, Decision, Injection
 from webhook.core.namespace import Mode, NamespaceSettings
+from webhook.core.quota import RoomReading
 
 __all__ = ["Outcome", "Verdict", "source_kind", "verdict"]
 
@@ -43,6 +44,7 @@ class Verdict:
     policy: str | None = None
     capped: tuple[str, ...] = ()  # the rules that lowered a value ("fit", "quota"), for metrics
     charges: Mapping[str, Mapping[str, Decimal]] = field(default_factory=dict)  # Decision.charges
+    room_reading: RoomReading | None = None  # Decision.room_reading: when a replica may reuse this
     # Derived once per verdict (a cached verdict answers every replica of a template):
     # (field kind, source kind, count), for metrics
     injection_counts: tuple[tuple[str, str, int], ...] = field(init=False)
@@ -83,7 +85,8 @@ def verdict(settings: NamespaceSettings, decision: Decision) -> Verdict:
     if settings.mode is Mode.OFF:
         return Verdict(Outcome.OFF, workload=workload, policy=policy)
     if decision.skipped is not None:
-        return Verdict(Outcome.SKIPPED, warnings=fit_warnings(notes), workload=workload, policy=policy)
+        return Verdict(Outcome.SKIPPED, warnings=fit_warnings(notes), workload=workload, policy=policy,
+                       room_reading=decision.room_reading)
     if settings.mode is Mode.DRY_RUN:
         would = _would(decision)
         head = (
@@ -110,10 +113,12 @@ def verdict(settings: NamespaceSettings, decision: Decision) -> Verdict:
             policy=policy,
             capped=_capped(decision),
             charges=decision.charges,
+            room_reading=decision.room_reading,
         )
     if not decision.ops:
         return Verdict(Outcome.UNCHANGED, warnings=fit_warnings(notes), workload=workload, policy=policy,
-                       capped=_capped(decision), charges=decision.charges)
+                       capped=_capped(decision), charges=decision.charges,
+                       room_reading=decision.room_reading)
     audit = fit_audit({"mode": "enforce", "policy": decision.policy, "injected": _would(decision)})
     return Verdict(
         Outcome.PATCHED,
@@ -125,4 +130,5 @@ def verdict(settings: NamespaceSettings, decision: Decision) -> Verdict:
         policy=policy,
         capped=_capped(decision),
         charges=decision.charges,
+        room_reading=decision.room_reading,
     )

@@ -1,27 +1,40 @@
-"""`kubectl pod-tailor preview -f FILE [-n NS]`: what pod-tailor changes, asked of the real cluster.
+"""`kubectl pod-tailor preview -f FILE|DIR [-R] [-n NS]`: what pod-tailor changes, asked of the cluster.
 
-For each workload the Pod its controller would create is built (labels, generateName, the controller
-owner reference) and sent twice through the cluster's whole admission chain with
-`kubectl create --dry-run=server -o json`: once labelled `pod-tailor.io/skip=true` (the webhook's
-objectSelector leaves it out) and once as is. The difference between the two answers is exactly what
-pod-tailor injected, whatever else LimitRanger, other webhooks and defaulting did; the warnings kubectl
-prints are pod-tailor's dry-run explanations. Without cluster access it says so and runs the offline
-`pod-tailor preview` (same engine, bundled policy, no LimitRanges or namespace labels).
+The input is read as `pod-tailor preview` reads it (`webhook.offline.inputs`: files, directories, `-R`,
+stdin, Lists), and for each workload in it, in order, the Pod its controller would create is built
+(labels, generateName, the controller owner reference, a StatefulSet's claims) and sent twice through
+the cluster's whole admission chain with `kubectl create --dry-run=server -o json`: once labelled
+`pod-tailor.io/skip=true` (the webhook's objectSelector leaves it out) and once as is. The difference
+between the two answers is exactly what pod-tailor injected, whatever else LimitRanger, other webhooks
+and defaulting did; the warnings kubectl prints are pod-tailor's dry-run explanations. Documents
+without Pods (Services, ConfigMaps) have nothing to show, as in `pod-tailor preview --diff`. Without
+cluster access it says so and runs the offline `pod-tailor preview --diff` on the same input (same
+engine, bundled policy, no LimitRanges or namespace labels).
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import io
 import re
 import shutil
 import sys
+from collections.abc import Sequence
 from typing import Any, TextIO
 
+from webhook.commands.failures import PARTIAL
+from webhook.commands.options import add_manifest_files
 from webhook.commands.parser import group
-from webhook.config.yamltext import read_input
 from webhook.offline.dryrun import SKIP_LABEL, controller_pod, dry_run_create, injected_diff
-from webhook.offline.sources import load_documents, pod_sources
+from webhook.offline.inputs import Input, read_inputs
+from webhook.offline.sources import (
+    PodSource,
+    SourceError,
+    input_documents,
+    nothing_to_preview,
+    object_sources,
+)
 
 __all__ = ["register", "run"]
 
@@ -34,7 +47,7 @@ def _short(error: str) -> str:
     return found[1] if found else (error.splitlines() or ["kubectl failed"])[0][:160]
 
 
-def _offline(args: argparse.Namespace, reason: str, out: TextIO) -> int:
+def _offline(args: argparse.Namespace, reason: str, inputs: Sequence[Input], out: TextIO) -> int:
     from webhook.commands import main as cli_main
 
     print(f"pod-tailor: no cluster access ({_short(reason)}); showing the OFFLINE preview instead", file=out)
@@ -42,39 +55,64 @@ def _offline(args: argparse.Namespace, reason: str, out: TextIO) -> int:
         "pod-tailor: (bundled policy, namespace labels, LimitRanges and server version unknown)\n", file=out
     )
     out.flush()
-    argv = ["preview", "-f", args.filename, "--diff"]
+    argv = ["preview", *(part for name in args.filename for part in ("-f", name)), "--diff"]
+    if args.recursive:
+        argv.append("-R")
     if args.namespace:
         argv += ["-n", args.namespace]
+    read = [given.text for given in inputs if given.origin == "-"]
+    if read:  # stdin was read already: the offline preview reads the same text again
+        sys.stdin = io.StringIO(read[0])
     return cli_main(argv)
 
 
+def _sources(args: argparse.Namespace, inputs: Sequence[Input], problems: list[str]) -> list[PodSource]:
+    """Every Pod or pod template in `inputs`, in order, as `pod-tailor preview` finds them; SourceError
+    when there is none."""
+    documents = [
+        document for given in inputs
+        for document in input_documents(given.text, origin=given.origin, problems=problems)
+    ]  # fmt: skip
+    objects = [obj for document in documents for obj in document.objects]
+    found = object_sources(documents, namespace=args.namespace, problems=problems)
+    sources = [source for obj in objects if (source := found.get(id(obj)))]
+    if not sources:
+        raise SourceError(nothing_to_preview([obj for obj in objects if id(obj) in found]))
+    return sources
+
+
 def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
-    text = read_input(args.filename)
-    sources = pod_sources(load_documents(text, origin=args.filename), namespace=args.namespace)
+    problems: list[str] = []
+    inputs = read_inputs(args.filename, recursive=args.recursive, problems=problems)
+    try:
+        sources = _sources(args, inputs, problems)
+    finally:
+        for problem in problems:
+            print(f"pod-tailor cluster-preview: {problem} (this document is left out)", file=sys.stderr)
     kubectl = args.kubectl or shutil.which("kubectl")
     if kubectl is None:
-        return _offline(args, "kubectl not found", out)
+        return _offline(args, "kubectl not found", inputs, out)
     extra = ["--kubeconfig", args.kubeconfig] if args.kubeconfig else []
     if args.context:
         extra += ["--context", args.context]
-    status = 0
+    status = PARTIAL if problems else 0
+    several = len({source.origin for source in sources}) > 1
     for source in sources:
+        label = f"{source.origin}: {source.label}" if several else source.label
         pod = controller_pod(source, namespace=args.namespace)
         skipped = copy.deepcopy(pod)
         skipped["metadata"].setdefault("labels", {})[SKIP_LABEL] = "true"
         baseline = dry_run_create(skipped, kubectl=kubectl, extra=extra)
         if baseline.no_cluster:
-            return _offline(args, baseline.error, out)
+            return _offline(args, baseline.error, inputs, out)
         admitted = dry_run_create(pod, kubectl=kubectl, extra=extra)
         if not (baseline.ok and admitted.ok and baseline.pod and admitted.pod):
-            print(
-                f"# {source.label}: the cluster refused the Pod\n{admitted.error or baseline.error}", file=out
-            )
+            print(f"# {label}: the cluster refused the Pod\n{admitted.error or baseline.error}", file=out)
             status = 1
             continue
         namespace = admitted.pod["metadata"].get("namespace", "?")
-        diff = injected_diff(baseline.pod, admitted.pod, label=f"{source.label} in {namespace}")
-        print(f"# {source.label} -> Pod in namespace {namespace} (server-side dry run)", file=out)
+        diff = injected_diff(baseline.pod, admitted.pod, label=f"{label} in {namespace}")
+        print(f"# {label} -> Pod in namespace {namespace} (server-side dry run)", file=out)
         if diff:
             out.writelines(diff)
         elif admitted.warnings:
@@ -98,7 +136,9 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     given = group(parser, "input")
-    given.add_argument("-f", "--filename", required=True, help="Pod or workload manifest; - = stdin")
+    add_manifest_files(
+        given, manifests="manifest file, directory (its .yaml, .yml, .json files); - = stdin; repeatable"
+    )
     given.add_argument("-n", "--namespace", help="namespace the Pods would be created in")
     cluster = group(parser, "cluster")
     cluster.add_argument("--kubeconfig", help="kubeconfig for kubectl (default: kubectl's own)")

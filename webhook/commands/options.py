@@ -66,10 +66,7 @@ def add_scope_options(
     """What to read: manifests (-f, as `manifests` says), or the cluster's namespaces (-n, -A); `report`
     spells -n long as its build option --namespace, which means the same."""
     given = group(parser, "input")
-    given.add_argument("-f", "--filename", action="append", default=[], help=manifests)
-    given.add_argument(
-        "-R", "--recursive", action="store_true", help="-f DIR reads its subdirectories too, as kubectl -R"
-    )
+    add_manifest_files(given, manifests=manifests, required=False)
     given.add_argument(
         "-n", *(["--namespace"] if long_namespace else []), dest="namespace", action="append", default=[],
         help="only this namespace (repeatable) [the opted-in namespaces]",
@@ -77,6 +74,20 @@ def add_scope_options(
     given.add_argument(
         "-A", "--all-namespaces", action="store_true",
         help="every namespace, as if each were labelled pod-tailor.io/mode=enforce",
+    )
+
+
+def add_manifest_files(
+    given: argparse._ArgumentGroup, *, manifests: str, required: bool = True
+) -> None:
+    """-f (repeatable; `manifests` says what it takes) and -R, read as kubectl reads them
+    (`webhook.offline.inputs`)."""
+    if required:
+        given.add_argument("-f", "--filename", action="append", required=True, help=manifests)
+    else:
+        given.add_argument("-f", "--filename", action="append", default=[], help=manifests)
+    given.add_argument(
+        "-R", "--recursive", action="store_true", help="-f DIR reads its subdirectories too, as kubectl -R"
     )
 
 
@@ -219,8 +230,8 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
     )
     build.add_argument(
         "--summary-days", type=count, default=defaults.summary_days,
-        help=f"days of hourly usage kept as each container's drawable summary (four queries a day; 0: none)"
-        f" [{defaults.summary_days}]",
+        help="days of hourly usage kept as each container's drawable summary (one to four queries a day;"
+        f" 0: none) [{defaults.summary_days}]",
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple, TextIO
 import jsonpatch
 
 from webhook.commands.failures import PARTIAL, USAGE, InputError
-from webhook.commands.options import add_store_options, stored_profiles
+from webhook.commands.options import add_manifest_files, add_store_options, stored_profiles
 from webhook.commands.parser import group, old_name
 from webhook.config.policies import bundled_policies, load_policy_file
 from webhook.core.namespace import Mode, label_problems
@@ -42,13 +42,10 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     given = group(parser, "input")
-    given.add_argument(
-        "-f", "--filename", required=True, action="append",
-        help="manifest file, directory (its .yaml, .yml, .json files) or AdmissionReview; - = stdin;"
+    add_manifest_files(
+        given,
+        manifests="manifest file, directory (its .yaml, .yml, .json files) or AdmissionReview; - = stdin;"
         " repeatable",
-    )
-    given.add_argument(
-        "-R", "--recursive", action="store_true", help="-f DIR reads its subdirectories too, as kubectl -R"
     )
     given.add_argument("-n", "--namespace", help="namespace the Pods would be created in")
     given.add_argument(

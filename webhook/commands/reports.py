@@ -10,20 +10,13 @@ With `--leader-elect` several replicas run and only the one holding the Lease wr
 from __future__ import annotations
 
 import argparse
-import logging
-import signal
-import sys
-import threading
 from typing import Any
 
-from webhook.commands.failures import quiet_http_clients
-from webhook.commands.options import add_policy_options, add_store_options
-from webhook.commands.parser import group, typed
+from webhook.commands.parser import typed
+from webhook.commands.running import add_running_options, start
 from webhook.config import values
-from webhook.controllers.leader import LeaderElector, LeaseConfig, followers, identity
 from webhook.controllers.reportmetrics import ReportMetrics
 from webhook.controllers.reports import ReportsController
-from webhook.refreshers.state import State
 
 __all__ = ["register"]
 
@@ -56,70 +49,19 @@ def register(subparsers: Any) -> None:
         "--crd-check-seconds", type=typed(values.seconds), default=300.0,
         help="without the Report CRD, look for it again this often [300]",
     )  # fmt: skip
-    add_store_options(command)
-    add_policy_options(command)
-    served = group(command, "server")
-    served.add_argument(
-        "--metrics-port", type=typed(values.port_or_off), default=0,
-        help="serve /metrics over HTTP on this port [0: not at all]",
-    )  # fmt: skip
-    served.add_argument("--metrics-host", default="0.0.0.0", help="address for --metrics-port [0.0.0.0]")
-    election = group(command, "leader election", "several replicas, one writes")
-    election.add_argument(
-        "--leader-elect", action=argparse.BooleanOptionalAction, default=False,
-        help="write only while holding a coordination.k8s.io Lease [off]",
-    )  # fmt: skip
-    election.add_argument("--lease-name", default="pod-tailor-reports", help="[pod-tailor-reports]")
-    election.add_argument("--lease-namespace", default="pod-tailor", help="[pod-tailor]")
+    add_running_options(command, lease_name="pod-tailor-reports", duty="writes")
     command.set_defaults(func=_main)
 
 
 def _main(args: argparse.Namespace) -> int:
-    from webhook.cluster.config import discover
-    from webhook.commands.rightsize import _profiles, _settings
-    from webhook.refreshers.cluster import ClusterRefresher
-
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    quiet_http_clients()
-    settings = _settings(args)
-    found = discover(kubeconfig=args.kubeconfig)
-    if found.config is None:
-        print(f"pod-tailor reports: no Kubernetes API: {found.reason}", file=sys.stderr)
+    running = start(args)
+    if running is None:
         return 1
-    api = found.config.api_client
-    metrics, leading, stop = ReportMetrics(), threading.Event(), threading.Event()
-    state = State()
-    state.pending.add("profiles")
-    cluster = ClusterRefresher(settings)
-    cluster.start(state)
-    threading.Thread(target=_profiles, args=(settings, state, stop), name="profiles", daemon=True).start()
+    state, metrics = running.state, ReportMetrics()
     controller = ReportsController(
-        api, cluster=lambda: state.cluster, profiles=lambda: state.profiles,
-        ready=lambda: not state.pending, leading=leading, stop=stop, metrics=metrics,
+        running.api, cluster=lambda: state.cluster, profiles=lambda: state.profiles,
+        ready=lambda: not state.pending, leading=running.leading, stop=running.stop, metrics=metrics,
         own_namespace=args.pod_tailor_namespace, include_enforce=args.include_enforce, tick=args.tick,
         writes_per_second=args.max_writes_per_second, batch=args.burst, absent_retry=args.crd_check_seconds,
     )  # fmt: skip
-    elector = None
-    if args.leader_elect:
-        started, stopped = followers(leading, metrics.leader)
-        elector = LeaderElector(api, LeaseConfig(args.lease_namespace, args.lease_name, identity()),
-                                on_started=started, on_stopped=stopped)  # fmt: skip
-        elector.start()
-    else:
-        metrics.leader.set(1)
-        leading.set()
-    if threading.current_thread() is threading.main_thread():  # SIGTERM: stop, give the Lease up
-        signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    server = metrics.serve(args.metrics_port, args.metrics_host)[0] if args.metrics_port else None
-    try:
-        controller.run()
-    except KeyboardInterrupt:
-        return 130
-    finally:
-        stop.set()
-        cluster.stop()
-        if elector is not None:
-            elector.stop()
-        if server is not None:
-            server.shutdown()
-    return 0
+    return running.until_stopped(controller.run, metrics=metrics)

@@ -75,6 +75,8 @@ def totals(pod: Mapping[str, Any]) -> dict[str, Decimal]:
 class Lowered:
     caps: tuple[Cap, ...]
     short: Decimal  # how much of the excess could not be taken off (0: all of it)
+    # Every value already at its lowest (or none of ours): any larger excess lowers the same way.
+    saturated: bool = False
 
 
 def _step(resource: str) -> Decimal:
@@ -104,11 +106,12 @@ def lower(
     ours = [(i, inj) for i, inj in enumerate(injections) if inj.field == field and _value(inj.value)]
     total = sum((_value(inj.value) or Decimal(0) for _, inj in ours), Decimal(0))
     if excess <= 0 or total <= 0:
-        return Lowered((), max(excess, Decimal(0)))
+        return Lowered((), max(excess, Decimal(0)), saturated=total <= 0)
     refs = {ref.name: ref for ref in containers(pod)}
     bounds = container_bounds(limit_ranges, resource)
     caps: list[Cap] = []
     left = excess
+    saturated = True
     for index, injection in ours:
         before = _value(injection.value) or Decimal(0)
         ref = refs.get(injection.target)
@@ -122,7 +125,9 @@ def lower(
                 lowest = max(lowest, kept_limit / bounds.max_ratio)
         else:  # a limit never below the container's request
             lowest = max(lowest, _request_of(ref, injections, resource) or Decimal(0))
-        after = max(_floor(resource, before - share), lowest)
+        cut = _floor(resource, before - share)
+        saturated = saturated and cut <= lowest
+        after = max(cut, lowest)
         if after >= before:
             continue
         text = render(resource, after)
@@ -134,7 +139,7 @@ def lower(
         caps.append(Cap(rule, ref.name, field, render(resource, before), text, reason))
         if section == "requests":
             _follow_limit(ref, injections, patch, resource, before, after)
-    return Lowered(tuple(caps), max(left, Decimal(0)))
+    return Lowered(tuple(caps), max(left, Decimal(0)), saturated)
 
 
 def unset(

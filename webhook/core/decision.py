@@ -8,6 +8,8 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Any, NamedTuple
 
+from webhook.core.quota import RoomReading
+
 __all__ = ["POD_TARGET", "Basis", "Cap", "Decision", "Injection", "Note", "PatchOp"]
 
 PatchOp = dict[str, Any]  # one RFC 6902 operation: {"op": ..., "path": ..., "value": ...}
@@ -84,6 +86,8 @@ class Decision:
     caps: tuple[Cap, ...] = ()  # values node fit or quota lowered
     # quota name -> key -> what the Pod counts against it (for the server's ledger of recent Pods)
     charges: Mapping[str, Mapping[str, Decimal]] = field(default_factory=dict)
+    # How the decision read the room its quotas left (None: not at all): when the same decision holds
+    room_reading: RoomReading | None = None
 
     @property
     def changed(self) -> bool:

@@ -94,7 +94,8 @@ def _tailor_checked(
         step.run(ctx)
         if ctx.skipped is not None:
             return Decision(
-                skipped=ctx.skipped, warnings=tuple(ctx.warnings), policy=policy.name, workload=label
+                skipped=ctx.skipped, warnings=tuple(ctx.warnings), policy=policy.name, workload=label,
+                room_reading=ctx.room_reading,
             )
     return _decision(ctx, label=label)
 
@@ -117,7 +118,7 @@ def _decision(ctx: Context, *, label: str) -> Decision:
     if not ctx.injections:
         return Decision(
             warnings=tuple(ctx.warnings), policy=policy, workload=label, notes=tuple(notes), caps=caps,
-            charges=charged,
+            charges=charged, room_reading=ctx.room_reading,
         )
     injections = sorted(ctx.injections, key=lambda injection: order.get(injection.target, len(order)))
     previous = ctx.annotations.get(INJECTED_ANNOTATION)
@@ -143,6 +144,7 @@ def _decision(ctx: Context, *, label: str) -> Decision:
         notes=tuple(notes),
         caps=caps,
         charges=charged,
+        room_reading=ctx.room_reading,
     )
 
 

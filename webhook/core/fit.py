@@ -36,7 +36,7 @@ _INFINITE = Decimal("Infinity")
 class FitOutcome:
     caps: tuple[Cap, ...] = ()
     warnings: tuple[str, ...] = ()
-    cpu_room: Decimal | None = None  # how much cpu the Pod may still add (for the boost); None: any
+    cpu_room: Decimal | None = None  # how much cpu the boost may still add; None: any, or no boost
 
 
 Shape = tuple[Decimal, Decimal]  # allocatable cpu, memory
@@ -107,6 +107,9 @@ def fit_pod(
                     f"requests {resource} {render(resource, wanted)} exceed the {what} "
                     f"({render(resource, have)}) even without pod-tailor"
                 )
+    if not policy.startup_boost.enabled:  # the cpu room is the boost's alone
+        return FitOutcome(tuple(caps), tuple(warnings))
+    if node is not None:
         need = totals(as_created(pod, injections))
         chosen = node
     else:

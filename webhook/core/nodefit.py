@@ -16,8 +16,8 @@ against each group once; a Pod that selects on a per-node label is matched node 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -111,14 +111,24 @@ class NodeGroup:
     members: tuple[NodeShape, ...]
 
 
+_MEMO_SIZE = 4096  # placements remembered per index; Pods choose them, so the memo is bounded
+
+
 @dataclass(frozen=True, slots=True)
 class NodeIndex:
-    """Every usable node, grouped; `left_out` says which nodes were not and why."""
+    """Every usable node, grouped; `left_out` says which nodes were not and why.
+
+    Immutable as a snapshot is; `memo` only remembers what `matching_shapes` found per placement
+    (a workload's replicas, and most workloads of a pool, share one), derived from the index alone.
+    """
 
     groups: tuple[NodeGroup, ...] = ()
     per_node_keys: frozenset[str] = frozenset()  # label keys with a value (nearly) per node
     left_out: tuple[str, ...] = ()
     count: int = 0
+    memo: dict[Hashable, tuple[tuple[Decimal, Decimal], ...]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
 
 def index_nodes(nodes: Sequence[NodeShape | str]) -> NodeIndex:
@@ -167,6 +177,11 @@ class Placement:
     @property
     def by_field(self) -> bool:
         return any(fields for _expressions, fields in self.terms or ())
+
+    def key(self) -> Hashable:
+        """Equal for placements the filters treat alike (tolerations by what `_tolerated` reads)."""
+        tolerations = tuple(tuple(sorted((str(k), repr(v)) for k, v in t.items())) for t in self.tolerations)
+        return tuple(sorted(self.selector.items())), self.terms, tolerations, self.os
 
 
 def _expressions(raw: object) -> tuple[Expression, ...]:
@@ -260,7 +275,21 @@ def allows(where: Placement, labels: Mapping[str, str], taints: Sequence[Taint],
 
 
 def matching_shapes(where: Placement, index: NodeIndex) -> list[tuple[Decimal, Decimal]]:
-    """The distinct (cpu, memory) allocatable of the nodes the Pod may be scheduled on."""
+    """The distinct (cpu, memory) allocatable of the nodes the Pod may be scheduled on, sorted.
+
+    Found once per placement and index (`NodeIndex.memo`): the scan is the larger part of node fit.
+    """
+    key = where.key()
+    found = index.memo.get(key)
+    if found is None:
+        found = tuple(_scan(where, index))
+        if len(index.memo) >= _MEMO_SIZE:
+            index.memo.clear()
+        index.memo[key] = found
+    return list(found)
+
+
+def _scan(where: Placement, index: NodeIndex) -> list[tuple[Decimal, Decimal]]:
     per_node = where.by_field or bool(where.keys() & index.per_node_keys)
     found: set[tuple[Decimal, Decimal]] = set()
     for group in index.groups:

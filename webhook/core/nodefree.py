@@ -20,13 +20,16 @@ __all__ = ["RESOURCES", "cpu_memory", "free_allocatable", "pod_limits", "pod_req
 
 RESOURCES = ("cpu", "memory")
 _DONE = ("Succeeded", "Failed")
+_ZERO = Decimal(0)
 
 
 def cpu_memory(section: object) -> dict[str, Decimal]:
     """The cpu and memory of a requests/limits/allocatable mapping; absent or unreadable ones left out."""
     out: dict[str, Decimal] = {}
+    if not section or not (type(section) is dict or isinstance(section, Mapping)):  # dict: decoded JSON
+        return out
     for resource in RESOURCES:
-        raw = section.get(resource) if isinstance(section, Mapping) else None
+        raw = section.get(resource)
         if raw is None:
             continue
         try:
@@ -73,10 +76,12 @@ def _effective(pod: Mapping[str, Any], section: str) -> dict[str, Decimal]:
         for group in ("containerStatuses", "initContainerStatuses")
         for s in status.get(group) or ()
         if isinstance(s, Mapping)
-    }
-    desired_counts = not _infeasible(pod)
+    } if status else {}
+    desired_counts = not status or not _infeasible(pod)
 
     def container(body: Mapping[str, Any]) -> dict[str, Decimal]:
+        if not statuses:  # a Pod not yet created (admission, preview): its spec is all there is
+            return cpu_memory((body.get("resources") or {}).get(section))
         seen = statuses.get(body.get("name")) or {}
         desired = cpu_memory((body.get("resources") or {}).get(section)) if desired_counts else {}
         actual = cpu_memory((seen.get("resources") or {}).get(section))
@@ -96,12 +101,12 @@ def _effective(pod: Mapping[str, Any], section: str) -> dict[str, Decimal]:
     for body in spec.get("containers") or ():
         for resource, value in container(body).items():
             total[resource] = total.get(resource, Decimal(0)) + value
-    running = {r: total.get(r, Decimal(0)) + sidecars.get(r, Decimal(0)) for r in RESOURCES}
     overhead = cpu_memory(spec.get("overhead"))
-    return {
-        r: pod_level.get(r, max(running[r], init_peak.get(r, Decimal(0)))) + overhead.get(r, Decimal(0))
-        for r in RESOURCES
-    }
+    found: dict[str, Decimal] = {}
+    for r in RESOURCES:
+        running = total.get(r, _ZERO) + sidecars.get(r, _ZERO)
+        found[r] = pod_level.get(r, max(running, init_peak.get(r, _ZERO))) + overhead.get(r, _ZERO)
+    return found
 
 
 def free_allocatable(node: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> dict[str, Decimal] | None:

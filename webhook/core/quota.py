@@ -29,8 +29,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KEYS",
+    "Band",
     "Quota",
     "QuotaPolicy",
+    "RoomReading",
     "applies",
     "parse_quota",
     "quota_policy",
@@ -167,9 +169,53 @@ def room(
     key no quota tracks is absent. A quota whose status is not written yet counts nothing used."""
     found: dict[str, tuple[Decimal, str]] = {}
     for quota in quotas:
-        charged = (pending or {}).get(quota.name) or {}
+        charged = pending.get(quota.name) if pending else None
+        used = quota.used
         for key, hard in quota.hard.items():
-            left = hard - quota.used.get(key, Decimal(0)) - charged.get(key, Decimal(0))
+            left = hard - used[key] if key in used else hard
+            if charged and key in charged:
+                left -= charged[key]
             if key not in found or left < found[key][0]:
                 found[key] = (left, quota.name)
     return found
+
+
+@dataclass(frozen=True, slots=True)
+class Band:
+    """The rooms of one key (`room`) for which a decision comes out the same: `low <= room <= high`
+    (None: unbounded), and where the decision named the tightest quota, that quota still the tightest."""
+
+    low: Decimal | None = None
+    high: Decimal | None = None
+    name: str | None = None
+
+    def holds(self, left: Decimal, name: str) -> bool:
+        return (
+            (self.low is None or left >= self.low)
+            and (self.high is None or left <= self.high)
+            and (self.name is None or name == self.name)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RoomReading:
+    """How a decision read the room its namespace's quotas left (`room` over the quotas `counted`),
+    so a replica decided against other Pods' pending charges can reuse it: per key, the band of rooms
+    that give the same decision. The verdict cache checks it instead of deciding again."""
+
+    counted: tuple[str, ...]  # the quotas that counted the Pod, by name
+    bands: Mapping[str, Band]  # canonical key -> band; every key `room` gives
+
+    def holds(self, quotas: Sequence[Quota], pending: Mapping[str, Mapping[str, Decimal]] | None) -> bool:
+        """Whether `quotas` (the namespace's, as the decision saw them) and `pending` give a room in
+        every band, so deciding again would give the same decision."""
+        counted = self.counted  # names from these very quotas: as many means all of them
+        left = room(quotas if len(quotas) == len(counted) else [q for q in quotas if q.name in counted],
+                    pending)
+        if len(left) != len(self.bands):
+            return False
+        for key, band in self.bands.items():
+            found = left.get(key)
+            if found is None or not band.holds(*found):
+                return False
+        return True

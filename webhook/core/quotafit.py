@@ -23,7 +23,7 @@ from webhook.core.facts import ClusterFacts
 from webhook.core.patch import PatchBuilder
 from webhook.core.pod import ContainerRef
 from webhook.core.quantity import QuantityError, parse, render
-from webhook.core.quota import Quota, applies, room
+from webhook.core.quota import Band, Quota, RoomReading, applies, room
 
 if TYPE_CHECKING:
     from webhook.core.policy import Policy
@@ -38,6 +38,7 @@ class QuotaOutcome:
     caps: tuple[Cap, ...] = ()
     warnings: tuple[str, ...] = ()
     room: Mapping[str, Decimal] = field(default_factory=dict)  # key -> what the Pod may still add
+    reading: RoomReading | None = None  # how the outcome depends on the room (None: it does not)
 
 
 def _value(raw: object) -> Decimal | None:
@@ -78,8 +79,16 @@ def quota_pod(
     sizeable: Sequence[ContainerRef],
     injections: list[Injection],
     patch: PatchBuilder,
+    boost_reads_room: bool = False,
 ) -> QuotaOutcome:
-    """Supply and fall back as the module docstring says; `injections` updated in place."""
+    """Supply and fall back as the module docstring says; `injections` updated in place.
+
+    The outcome's `reading` holds, per key, the rooms that give this same outcome (`RoomReading`):
+    a value that fits keeps fitting in any larger room; a fallback to the author's values when
+    nothing is left (every value of ours at its floor) stays the same in any smaller room; else the
+    room itself. `boost_reads_room`: the start-up boost will read the cpu room this returns, so those
+    keys' bands are the room itself.
+    """
     rules = policy.quota
     if not rules.respect or not facts.quotas:
         return QuotaOutcome()
@@ -103,6 +112,7 @@ def quota_pod(
             counting = [q for q in facts.quotas if applies(q, created)]
     left = room(counting, facts.pending)
     caps: list[Cap] = []
+    bands: dict[str, Band] = {}
     now = totals(created)
     for key in _ORDER:
         if key not in left:
@@ -110,6 +120,7 @@ def quota_pod(
         allowed, name = left[key]
         used = now.get(key, Decimal(0))
         if used <= allowed:
+            bands[key] = Band(low=used)
             continue
         resource = key.split(".", 1)[1]
         reason = f"ResourceQuota {name} has {render(resource, max(allowed, Decimal(0)))} of {key} left"
@@ -119,6 +130,9 @@ def quota_pod(
             limit_ranges=facts.limit_ranges, rule="quota", reason=reason,
         )
         caps += done.caps
+        # Full, with every value of ours at its floor: a smaller room ends the same way ("0 left").
+        full = done.short > 0 and done.saturated and allowed <= 0
+        bands[key] = Band(high=allowed, name=name) if full else Band(low=allowed, high=allowed, name=name)
         if done.short > 0:
             caps = [cap for cap in caps if cap.field != key]
             caps += unset(pod, field=key, injections=injections, patch=patch, rule="quota", reason=reason)
@@ -128,9 +142,14 @@ def quota_pod(
             )
         now = totals(as_created(pod, injections))
     after = now
+    if boost_reads_room:
+        for key in ("requests.cpu", "limits.cpu"):
+            if key in left:
+                bands[key] = Band(low=left[key][0], high=left[key][0], name=bands[key].name)
     return QuotaOutcome(
         tuple(caps), tuple(warnings),
         {key: max(amount - after.get(key, Decimal(0)), Decimal(0)) for key, (amount, _) in left.items()},
+        RoomReading(tuple(quota.name for quota in counting), bands) if bands else None,
     )
 
 

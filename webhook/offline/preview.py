@@ -32,7 +32,7 @@ from webhook.offline.sources import (
     SourceError,
     input_documents,
     nothing_to_preview,
-    pod_source,
+    object_sources,
 )
 
 __all__ = ["Preview", "Previewed", "dump_yaml", "notes", "prefixed", "preview_inputs", "run_preview"]
@@ -104,22 +104,6 @@ def run_preview(
     return preview.results
 
 
-def _sources(
-    documents: Sequence[InputDocument], *, namespace: str | None, problems: list[str]
-) -> dict[int, PodSource | None]:
-    """id(object) -> its PodSource, None for one without pods; a workload that cannot be used is
-    named in `problems` and has no entry (it is left out)."""
-    found: dict[int, PodSource | None] = {}
-    for document in documents:
-        for obj in document.objects:
-            try:
-                source = pod_source(obj, namespace=namespace)
-                found[id(obj)] = source and dataclasses.replace(source, origin=document.origin)
-            except SourceError as exc:
-                problems.append(f"{document.origin}:{document.line}: {exc}")
-    return found
-
-
 def preview_inputs(
     inputs: Sequence[Input],
     *,
@@ -144,7 +128,7 @@ def preview_inputs(
     if not objects and len(problems) == before:
         where = ", ".join(given.origin for given in inputs) or "input"
         raise SourceError(f"{where}: no objects in input")
-    by_object = _sources(documents, namespace=namespace, problems=problems)
+    by_object = object_sources(documents, namespace=namespace, problems=problems)
     sources = [source for obj in objects if (source := by_object.get(id(obj)))]
     if not sources:
         raise SourceError(nothing_to_preview([obj for obj in objects if id(obj) in by_object]))

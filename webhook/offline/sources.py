@@ -6,8 +6,9 @@ so the engine's patch can be applied to, or shown against, the document itself.
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ __all__ = [
     "is_list",
     "load_documents",
     "nothing_to_preview",
+    "object_sources",
     "pod_source",
     "pod_sources",
 ]
@@ -134,6 +136,22 @@ def _dig(document: Mapping[str, Any], path: tuple[str, ...]) -> Any:
             return None
         node = node[key]
     return node
+
+
+def object_sources(
+    documents: Sequence[InputDocument], *, namespace: str | None, problems: list[str]
+) -> dict[int, PodSource | None]:
+    """id(object) -> its PodSource (its file as `origin`), None for one without pods; a workload that
+    cannot be used is named in `problems` and has no entry (it is left out)."""
+    found: dict[int, PodSource | None] = {}
+    for document in documents:
+        for obj in document.objects:
+            try:
+                source = pod_source(obj, namespace=namespace)
+                found[id(obj)] = source and dataclasses.replace(source, origin=document.origin)
+            except SourceError as exc:
+                problems.append(f"{document.origin}:{document.line}: {exc}")
+    return found
 
 
 def pod_sources(documents: list[dict[str, Any]], *, namespace: str | None = None) -> list[PodSource]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 from prometheus_client import REGISTRY, CollectorRegistry, Gauge, generate_latest
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
@@ -68,31 +68,37 @@ class _AdmissionCounts(Collector):
             "pod_tailor_admission_duration_seconds", "Time to answer an admission request (in the app).",
             buckets=cumulative, sum_value=self.latency_sum,
         )
-        injections = CounterMetricFamily(
+        yield _by_applied(
             "pod_tailor_injections",
             "Values injected, by field and source (profile: usage history, policy: the policy's values);"
             " applied=false for namespace dry-run mode and request.dryRun.",
-            labels=["field", "source", "applied"],
+            ["field", "source"],
+            self.injections,
         )
-        for (kind, source, applied), count in sorted(self.injections.items()):
-            injections.add_metric([kind, source, "true" if applied else "false"], count)
-        yield injections
         errors = CounterMetricFamily(
             "pod_tailor_errors", "Requests that failed, by reason.", labels=["reason"]
         )
         for reason, count in self.reasons.items():
             errors.add_metric([reason.value], count)
         yield errors
-        capped = CounterMetricFamily(
+        yield _by_applied(
             "pod_tailor_capped_decisions",
             "Decisions in which a value was lowered so the Pod still runs, by rule (fit: the largest node "
             "the Pod may land on; quota: the namespace's ResourceQuotas) and namespace.",
-            labels=["rule", "namespace", "applied"],
+            ["rule", "namespace"],
+            self.capped,
         )
-        for (rule, namespace, applied), count in sorted(self.capped.items()):
-            capped.add_metric([rule, namespace, "true" if applied else "false"], count)
-        yield capped
         yield from self.dry_run.collect()
+
+
+def _by_applied(
+    name: str, documentation: str, labels: list[str], counts: Mapping[tuple[str, str, bool], int]
+) -> CounterMetricFamily:
+    """A counter by `labels` and `applied` (the last part of each key: false for dry runs), sorted."""
+    family = CounterMetricFamily(name, documentation, labels=[*labels, "applied"])
+    for (first, second, applied), count in sorted(counts.items()):
+        family.add_metric([first, second, "true" if applied else "false"], count)
+    return family
 
 
 def _bound(value: float) -> str:

@@ -29,6 +29,7 @@ from webhook.core.pod import (
 )
 from webhook.core.policy import FEATURES, Policy
 from webhook.core.profile import WorkloadProfiles
+from webhook.core.quota import RoomReading
 from webhook.core.serving import served_ports
 from webhook.core.shutdown import is_windows
 from webhook.core.traffic import TrafficPath, traffic_path
@@ -76,6 +77,7 @@ class Context:
     # "requests.cpu" / "limits.cpu" -> how much more the Pod may ask (the node, the quotas): the boost's room
     room: dict[str, tuple[Decimal, str]] = field(default_factory=dict)
     boosted: list[Injection] = field(default_factory=list)  # the boosted cpu values, as requests/limits
+    room_reading: RoomReading | None = None  # how the quota step read its quotas' room (None: not at all)
 
     @property
     def targeted(self) -> frozenset[int | str]:

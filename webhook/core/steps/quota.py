@@ -3,7 +3,8 @@ injected value would take the namespace past `hard`.
 
 Reads the injections so far, the namespace's quotas and the charges of Pods admitted in the last
 seconds (`facts.pending`), the policy's `quota`. Adds supplied values, lowers or leaves out injected
-ones, adds `caps`, warnings, and the `room` the start-up boost may still take.
+ones, adds `caps`, warnings, the `room` the start-up boost may still take, and how the decision read
+that room (`room_reading`, for the verdict cache).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ def _run(ctx: Context) -> None:
         return
     outcome = quota_pod(
         ctx.pod, policy=ctx.policy, facts=ctx.facts, sizeable=ctx.sizeable, injections=ctx.injections,
-        patch=ctx.patch,
+        patch=ctx.patch, boost_reads_room=ctx.policy.startup_boost.enabled and ctx.serving_pod,
     )
+    ctx.room_reading = outcome.reading
     ctx.caps += outcome.caps
     ctx.warnings += [cap.describe() for cap in outcome.caps]
     ctx.warnings += outcome.warnings
