@@ -85,8 +85,11 @@ _LABELS = ("namespace", "controller", "container", "stat")
 _PIECE = 6 * HOUR  # a day's first piece: at 2,000 workloads, a whole day's answers made the build's peak
 # Points one answer may hold (2,000 workloads' 6-hour answer): once an answer says how many series
 # there are, the pieces grow to as many hours as keep under it, a whole day in one query for a small
-# fleet (each query selects and regroups every series again: a day in one costs Prometheus 40 % less).
+# fleet (each query selects and regroups every series again: a day in one costs Prometheus 40 % less),
+# but never over the raw samples 6 hours of 1-minute data hold (Prometheus' heap grows with those: a
+# day of 1-minute data at 500 workloads in one query took it from 35 to 370 MiB): a day at 4 minutes.
 _POINTS = 72_000
+_FINE = 60.0  # seconds between samples at which a piece is `_PIECE` at most
 _Day = dict[tuple[str, ...], "array[float]"]  # a series' labels -> its hourly values of a day (NaN: none)
 
 
@@ -122,13 +125,15 @@ def summarize(
     days: int,
     progress: Callable[[str], None],
     checkpoint: Checkpoint | None = None,
+    interval: float = _FINE,
 ) -> dict[WorkloadKey, dict[str, UsageSummary]]:
     """Summaries by workload and container from the last `days` (a range query a day for a small fleet,
     up to four for a large one); a query
     that fails leaves the summaries out (they are for drawing; the profiles do not need them).
 
     With a `checkpoint` the days are UTC days (and the partial ones at the edges): the whole days it
-    kept are not asked again, and the whole days asked are kept."""
+    kept are not asked again, and the whole days asked are kept. `interval`: seconds between samples
+    (the pieces' length is bounded by the raw samples they read)."""
     query = queries.usage_by_controller(namespaces, rate_window=rate_window, recorded=recorded)
     usage: defaultdict[tuple[WorkloadKey, str, str], _Usage] = defaultdict(_Usage)
     last = end - end % HOUR
@@ -141,6 +146,7 @@ def summarize(
         return checkpoint is not None and bounds[1] - bounds[0] == DAY and bounds[1] % DAY == 0
 
     widest = [0]  # the most series an answer held so far (the pieces are sized by it)
+    longest = int(min(DAY, max(_PIECE, _PIECE * interval / _FINE))) // HOUR * HOUR
 
     def asked(bounds: tuple[float, float]) -> _Day:
         """The hourly values in (lo, hi], asked a few hours at a time; kept when a whole UTC day."""
@@ -148,7 +154,7 @@ def summarize(
         day: _Day = {}
         start = int(lo)
         while start < hi:
-            piece = max(HOUR, min(DAY, _POINTS // widest[0] * HOUR)) if widest[0] else _PIECE
+            piece = max(HOUR, min(longest, _POINTS // widest[0] * HOUR)) if widest[0] else _PIECE
             answer = prom.range(query, start=start + HOUR, end=min(hi, start + piece), step=HOUR)
             widest[0] = max(widest[0], len(answer))
             for series in answer:
