@@ -385,7 +385,7 @@ def replay(
     """
     quotas_now, clock = Quotas(quota_objects), [0.0]
     ledger = QuotaLedger(clock=lambda: clock[0])
-    cache, engine, uid, version = VerdictCache(), default_engine(), 0, 1
+    cache, engine, uid, version = VerdictCache(512), default_engine(), 0, 1
     snapshot = cluster(quotas_now.objects(version), version) if cluster else None
     for w in fleet:
         for index in range(w.replicas):

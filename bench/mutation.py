@@ -45,6 +45,11 @@ TESTS = (
     "tests/server/test_contract.py", "tests/server/test_bounds.py", "tests/server/test_peek.py",
 )
 
+_PATCHCHECK = "webhook/admission/patchcheck.py"
+_APPLY = "jsonpatch.apply_patch(orjson.loads(orjson.dumps(pod)), list(ops), "
+_FORGET = "for path in [path for path in added if len(path) {} depth and path[:depth] == tokens]:"
+_GET = "return node.get(token, {})"
+
 # (module, the mutant's changed lines as "-old" / "+new", stripped) -> why no input can tell it apart.
 EQUIVALENT: dict[tuple[str, tuple[str, ...]], str] = {
     ("webhook/core/qos.py", ("-guaranteed = False", "+guaranteed = None")):
@@ -59,6 +64,29 @@ EQUIVALENT: dict[tuple[str, tuple[str, ...]], str] = {
     ("webhook/admission/cache.py", ("-self._profiles: ProfileSnapshot | None = None",
                                     '+self._profiles: ProfileSnapshot | None = ""')):
         "no snapshot `is` either, so the first key empties an empty cache in both",
+    **{
+        (_PATCHCHECK, (f"-{_APPLY}in_place=True)", f"+{_APPLY}{after}")):
+            "the patch is applied to a copy made just before: jsonpatch's own copy (in_place False) only"
+            " costs time"
+        for after in ("in_place=None)", ")", "in_place=False)")
+    },
+    **{
+        (_PATCHCHECK, ("-" + _GET.format("_MISSING"), "+" + _GET.format(default))):
+            "a missing member read as None: neither a dict nor a list, so the op is refused alike (a"
+            " member that holds null is None already)"
+        for default in ("None", "")
+    },
+    (_PATCHCHECK, ("-found = walked.get(tokens, _MISSING)", "+found = walked.get(None, _MISSING)")):
+        "the memo of walked parents never hits: every parent is walked again, at a cost in time only",
+    **{
+        (_PATCHCHECK, ("-if start == 0:", f"+{test}")):
+            "the memo also keeps (or only keeps) parents found through added values; it is read only when"
+            " no prefix of the pointer was added, and an added prefix is only ever replaced by a shorter"
+            " one, so such an entry is never read back"
+        for test in ("if start != 0:", "if start == 1:")
+    },
+    (_PATCHCHECK, ("-" + _FORGET.format(">"), "+" + _FORGET.format(">="))):
+        "the replaced path itself is forgotten too, and stored again on the next line",
 }
 
 

@@ -29,6 +29,30 @@ cache-entry-limit-ge|webhook/admission/cache.py|s/len(inputs) > MAX_ENTRY_INPUTS
 cache-evicts-at-exact-fill|webhook/admission/cache.py|s/self.bytes + cost > self.max_bytes/self.bytes + cost >= self.max_bytes/|tests/server/test_verdict_cache.py::TestWhatIsKept
 cache-replaced-entry-bytes-kept|webhook/admission/cache.py|s/self.bytes -= previous\[1\]/self.bytes += previous[1]/|tests/server/test_verdict_cache.py::TestBytes
 cache-profiles-and-for-or|webhook/admission/cache.py|s/self._cluster or profiles/self._cluster and profiles/|tests/server/test_verdict_cache.py::TestSnapshots
+cache-replaced-not-taken-out|webhook/admission/cache.py|s/previous = self._entries.pop(key, None)/previous = None/|tests/server/test_verdict_cache.py::TestBytes
+cache-replaced-popped-by-none|webhook/admission/cache.py|s/previous = self._entries.pop(key, None)/previous = self._entries.pop(None, None)/|tests/server/test_verdict_cache.py::TestBytes
+cache-replaced-bytes-set|webhook/admission/cache.py|s/self.bytes -= previous\[1\]/self.bytes = previous[1]/|tests/server/test_verdict_cache.py::TestBytes
+cache-evicted-bytes-set|webhook/admission/cache.py|s/self.bytes -= freed/self.bytes = freed/|tests/server/test_verdict_cache.py::TestBytes
+cache-oversized-put-set|webhook/admission/cache.py|/if cost > self.max_bytes:/{n;s/self.oversized += 1/self.oversized = 1/}|tests/server/test_verdict_cache.py::TestWhatIsKept
+cache-oversized-key-set|webhook/admission/cache.py|/if len(inputs) > MAX_ENTRY_INPUTS:/{n;s/self.oversized += 1/self.oversized = 1/}|tests/server/test_verdict_cache.py::TestWhatIsKept
+patchcheck-index-le|webhook/admission/patchcheck.py|s/int(token) < len(node)/int(token) <= len(node)/|tests/server/test_contract.py::TestPatchCheckEdges
+patchcheck-pointer-and-for-or|webhook/admission/patchcheck.py|s/not isinstance(pointer, str) or (pointer/not isinstance(pointer, str) and (pointer/|tests/server/test_contract.py::TestPatchCheckEdges
+patchcheck-pointer-message-dropped|webhook/admission/patchcheck.py|s/raise PatchError(f"not a JSON pointer: {pointer!r}")/raise PatchError(None)/|tests/server/test_contract.py::TestPatchCheckEdges
+patchcheck-tilde-never-unescaped|webhook/admission/patchcheck.py|s/if "~" not in pointer:/if "XX~XX" not in pointer:/|tests/server/test_contract.py::TestPatchCheckEdges
+patchcheck-tilde-test-inverted|webhook/admission/patchcheck.py|s/if "~" not in pointer:/if "~" in pointer:/|tests/server/test_contract.py::TestPatchCheckEdges
+patchcheck-tilde1-kept|webhook/admission/patchcheck.py|s/replace("~1", "\/")/replace("XX~1XX", "\/")/|tests/server/test_contract.py::TestPatchCheckEdges
+patchcheck-tilde1-to-other|webhook/admission/patchcheck.py|s/replace("~1", "\/")/replace("~1", "XX\/XX")/|tests/server/test_contract.py::TestPatchCheckEdges
+patchcheck-tilde0-kept|webhook/admission/patchcheck.py|s/replace("~0", "~")/replace("XX~0XX", "~")/|tests/server/test_contract.py::TestPatchCheckEdges
+patchcheck-tilde0-to-other|webhook/admission/patchcheck.py|s/replace("~0", "~")/replace("~0", "XX~XX")/|tests/server/test_contract.py::TestPatchCheckEdges
+patchcheck-added-from-depth-2|webhook/admission/patchcheck.py|s/range(len(tokens), 0, -1)/range(len(tokens), 1, -1)/|tests/server/test_contract.py::TestPatchCheckEdges
+patchcheck-added-by-twos|webhook/admission/patchcheck.py|s/range(len(tokens), 0, -1)/range(len(tokens), 0, -2)/|tests/server/test_contract.py::TestPatchCheckEdges
+patchcheck-forget-unrelated|webhook/admission/patchcheck.py|s/len(path) > depth and path/len(path) > depth or path/|tests/server/test_contract.py::TestPatchCheckEdges
+patchcheck-whole-pod-message|webhook/admission/patchcheck.py|s/the patch replaces the whole Pod"/the patch replaces the whole pod"/|tests/server/test_contract.py::TestPatchCheckEdges
+patchcheck-parent-message-dropped|webhook/admission/patchcheck.py|s/raise PatchError(f"{op\[.path.\]}: the parent does not exist")/raise PatchError(None)/|tests/server/test_contract.py::TestPatchCheckEdges
+patchcheck-replace-message-dropped|webhook/admission/patchcheck.py|s/raise PatchError(f"{op\[.path.\]}: replace of a member that does not exist")/raise PatchError(None)/|tests/server/test_contract.py::TestPatchCheckEdges
+patchcheck-replace-misspelt|webhook/admission/patchcheck.py|s/("add", "replace")/("add", "REPLACE")/|tests/server/test_contract.py::TestPatchCheckEdges
+patchcheck-jsonpatch-message-dropped|webhook/admission/patchcheck.py|s/raise PatchError(str(exc))/raise PatchError(None)/|tests/server/test_contract.py::TestPatchCheckEdges
+patchcheck-jsonpatch-message-none|webhook/admission/patchcheck.py|s/raise PatchError(str(exc))/raise PatchError(str(None))/|tests/server/test_contract.py::TestPatchCheckEdges
 deadline-budget-100|webhook/server/deadline.py|s/^BUDGET = 0.8/BUDGET = 1.0/|tests/server/test_attacks.py -k 80_percent
 deadline-budget-50|webhook/server/deadline.py|s/^BUDGET = 0.8/BUDGET = 0.5/|tests/server/test_attacks.py -k 80_percent
 deadline-ge-for-lt|webhook/server/mutate.py|s/- arrived >= BUDGET/- arrived < BUDGET/|tests/server/test_attacks.py -k 80_percent

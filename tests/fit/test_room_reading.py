@@ -197,7 +197,7 @@ class TestTheVerdictCacheInAQuotaNamespace:
 
         profiles, answers = ProfileSnapshot(), {}
         for cached in (True, False):
-            ledger, cache, calls[0] = QuotaLedger(clock=lambda: 0.0), VerdictCache() if cached else None, 0
+            ledger, cache, calls[0] = QuotaLedger(clock=lambda: 0.0), VerdictCache(512) if cached else None, 0
             answers[cached] = [
                 orjson.loads(admit(
                     body, cluster=cluster, profiles=profiles, engine=engine, cache=cache, ledger=ledger

@@ -207,6 +207,72 @@ class TestPatchCheck:
             check_patch(self.POD, ops)
 
 
+class TestPatchCheckEdges:
+    """Edges the table above and the property below may miss, each row naming the mutants of
+    admission/patchcheck.py it kills. A refusal's message goes to the log line (`detail`), so it is
+    asserted whole: which op, and why."""
+
+    @pytest.mark.parametrize(
+        ("pod", "ops"),
+        [
+            pytest.param({"metadata": {"annotations": {"a/b": "x"}}},
+                         [{"op": "replace", "path": "/metadata/annotations/a~1b", "value": "y"}],
+                         id="escaped-slash"),  # `~` tests inverted or never true, `~1` not unescaped
+            pytest.param({"metadata": {"annotations": {"m~n": "x"}}},
+                         [{"op": "replace", "path": "/metadata/annotations/m~0n", "value": "y"}],
+                         id="escaped-tilde"),  # `~0` not unescaped, or to something else
+            pytest.param({"metadata": {}},
+                         [{"op": "add", "path": "/status", "value": {"a": {}}},
+                          {"op": "add", "path": "/status/a/b", "value": 1}],
+                         id="through-a-top-level-value"),  # the added values looked up from depth 2 or by -2
+            pytest.param({"metadata": {"name": "p"}},
+                         [{"op": "add", "path": "/metadata/annotations", "value": {}},
+                          {"op": "add", "path": "/metadata/annotations/a", "value": {}},
+                          {"op": "replace", "path": "/metadata/name", "value": "q"},
+                          {"op": "add", "path": "/metadata/annotations/a/b", "value": "1"}],
+                         id="a-replace-forgets-only-what-was-added-below-it"),  # `or` for `and`
+        ],
+    )
+    def test_a_patch_that_applies_passes(self, pod: dict[str, Any], ops: list[dict[str, Any]]) -> None:
+        check_patch(pod, ops)
+        jsonpatch.apply_patch(pod, ops)
+
+    @pytest.mark.parametrize(
+        ("ops", "message"),
+        [
+            pytest.param([{"op": "add", "path": "/spec/containers/1/resources", "value": {}}],
+                         "/spec/containers/1/resources: the parent does not exist",
+                         id="index-just-past-the-end"),  # `<=` for `<`: an IndexError, not a refusal
+            pytest.param([{"op": "add", "path": "metadata/x", "value": 1}],
+                         "not a JSON pointer: 'metadata/x'", id="relative-pointer"),  # `and` for `or`
+            pytest.param([{"op": "add", "path": None, "value": 1}],
+                         "not a JSON pointer: None", id="no-pointer"),  # `and` for `or`, message None
+            pytest.param([{"op": "add", "path": "", "value": {}}],
+                         "the patch replaces the whole Pod", id="whole-pod"),  # message changed
+            pytest.param([{"op": "add", "path": "/spec/x/y", "value": 1}],
+                         "/spec/x/y: the parent does not exist", id="missing-parent"),  # message None
+            pytest.param([{"op": "replace", "path": "/metadata/name", "value": "q"}],
+                         "/metadata/name: replace of a member that does not exist",
+                         id="replace-missing"),  # message None; "replace" misspelt (sent to jsonpatch)
+        ],
+    )
+    def test_a_refusal_says_which_op_and_why(self, ops: list[dict[str, Any]], message: str) -> None:
+        pod = {"metadata": {}, "spec": {"containers": [{"name": "app"}]}}
+        with pytest.raises(PatchError) as refused:
+            check_patch(pod, ops)
+        assert str(refused.value) == message
+
+    def test_a_refusal_by_jsonpatch_carries_its_message(self) -> None:
+        """Kills: the message of the full application's exception dropped (`None`, `str(None)`)."""
+        pod = {"metadata": {"labels": {"app": "a"}}}
+        ops = [{"op": "test", "path": "/metadata/labels/app", "value": "z"}]
+        with pytest.raises(jsonpatch.JsonPatchException) as real:
+            jsonpatch.apply_patch(pod, ops)
+        with pytest.raises(PatchError) as refused:
+            check_patch(pod, ops)
+        assert str(refused.value) == str(real.value) != "None"
+
+
 # Small documents and op sequences for the differential property below: member names that need
 # escaping, list indices in and past range, pointers through values earlier ops added.
 _TOKENS = st.sampled_from(["a", "b", "a/b", "m~n", "0", "1", "-"])

@@ -47,11 +47,12 @@ class TestCounting:
 
 class TestWhatIsKept:
     def test_inputs_of_exactly_the_entry_limit_are_kept_and_one_byte_more_are_not(self) -> None:
-        """Kills: `>=` for `>` against MAX_ENTRY_INPUTS, and the oversized count not adding one."""
+        """Kills: `>=` for `>` against MAX_ENTRY_INPUTS, and the oversized count not adding one (`= 1`)."""
         cache = VerdictCache(8)
         assert key_of(cache, b"x" * MAX_ENTRY_INPUTS) is not None
         assert key_of(cache, b"x" * (MAX_ENTRY_INPUTS + 1)) is None
-        assert cache.oversized == 1
+        assert key_of(cache, b"y" * (MAX_ENTRY_INPUTS + 1)) is None
+        assert cache.oversized == 2
 
     def test_a_cache_of_one_entry_caches_and_a_cache_of_none_does_not(self) -> None:
         """Kills: `<= 1` and `<` for `<= 0` on the size and on the bytes, and `and` for `or` between them."""
@@ -61,13 +62,14 @@ class TestWhatIsKept:
         assert key_of(VerdictCache(8, max_bytes=0), b"one") is None
 
     def test_an_entry_costing_exactly_the_byte_bound_is_kept_and_one_costing_more_is_not(self) -> None:
-        """Kills: `>=` for `>` in `put`'s oversize check, and its count not adding one."""
+        """Kills: `>=` for `>` in `put`'s oversize check, and its count not adding one (`= 1` for `+= 1`:
+        two entries too large are counted as two)."""
         cost = entry_cost(("shop", b"one"), VERDICT)
         exact, short = VerdictCache(8, max_bytes=cost), VerdictCache(8, max_bytes=cost - 1)
         stored(exact, b"one")
-        stored(short, b"one")
+        stored(short, b"one", b"two")
         assert (len(exact), exact.oversized) == (1, 0)
-        assert (len(short), short.oversized) == (0, 1)
+        assert (len(short), short.oversized) == (0, 2)
 
     def test_the_count_bound_keeps_exactly_size_entries_the_least_recently_used_going_first(self) -> None:
         """Kills: `>` for `>=` against the size, `or` for `and` in the eviction loop, and the oldest
@@ -101,15 +103,20 @@ class TestBytes:
 
     def test_the_bytes_held_are_the_sum_of_the_entries_costs_through_replace_and_eviction(self) -> None:
         """Kills: `=`, `+=` or `[2]` for the `-= previous[1]` of a replaced entry, `=`/`+=` for the
-        `-= freed` of an evicted one, and `=`/`-=` for the `+= cost` of a new one."""
-        cost = entry_cost(("shop", b"a"), VERDICT)
+        `-= freed` of an evicted one, `=`/`-=` for the `+= cost` of a new one, and the replaced entry not
+        taken out first (`previous = None`, or popped by the key None: the cache, full, then evicts
+        another). Keys of three sizes, so that no cost stands in for another."""
+        small, middle, large = b"a", b"b" * 50, b"c" * 200
+        costs = {name: entry_cost(("shop", name), VERDICT) for name in (small, middle, large)}
         cache = VerdictCache(2)
-        stored(cache, b"a", b"b")
-        assert cache.bytes == 2 * cost
-        stored(cache, b"a")  # the same key again: replaced, not added
-        assert (len(cache), cache.bytes) == (2, 2 * cost)
-        stored(cache, b"c")  # evicts one
-        assert (len(cache), cache.bytes) == (2, 2 * cost)
+        stored(cache, small, middle)
+        assert cache.bytes == costs[small] + costs[middle]
+        stored(cache, middle)  # the same key again: replaced, not added, and nothing evicted
+        assert (len(cache), cache.bytes) == (2, costs[small] + costs[middle])
+        stored(cache, large)  # evicts the oldest: `small`
+        assert (len(cache), cache.bytes) == (2, costs[middle] + costs[large])
+        assert cache.get(key_of(cache, small)) is None
+        assert cache.get(key_of(cache, middle)) is VERDICT
 
 
 class TestSnapshots:

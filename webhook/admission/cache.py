@@ -34,7 +34,8 @@ def entry_cost(key: _Key, verdict: Verdict) -> int:
 
 
 class VerdictCache:
-    def __init__(self, size: int = 512, *, max_bytes: int = 32 * 1024 * 1024) -> None:
+    def __init__(self, size: int, *, max_bytes: int = 32 * 1024 * 1024) -> None:
+        """`size` entries at most (no default: the server passes `--verdict-cache-size`)."""
         self.size = size
         self.max_bytes = max_bytes
         self.hits = 0
