@@ -65,6 +65,12 @@ shutdown-zero-sleep-written|webhook/core/shutdown.py|s/s + " if longest_sleep el
 probes-reused-kind-none|webhook/core/probes.py|s/kind = next(iter(handler))/kind = None/|tests/engine/test_probes_and_shutdown.py::TestHowAProbeIsExplained
 probes-serving-port-text|webhook/core/probes.py|s/f"tcp :{port}", "serving port"/f"tcp :{port}", "XXserving portXX"/|tests/engine/test_probes_and_shutdown.py::TestHowAProbeIsExplained
 probes-undeclared-served-port|webhook/core/probes.py|s/if port is None and served is not None:/if port is None and served is None:/|tests/rules/test_serving_containers.py::test_an_undeclared_served_port_is_probed_where_the_service_sends
+resources-policy-min-le|webhook/core/resources.py|/^def _bounded_request/,/^def _bounded_limit/s/if value < rules.min:/if value <= rules.min:/|tests/engine/test_resources.py::TestHowABoundedRequestIsExplained
+resources-policy-max-ge|webhook/core/resources.py|/^def _bounded_request/,/^def _bounded_limit/s/elif value > rules.max:/elif value >= rules.max:/|tests/engine/test_resources.py::TestHowABoundedRequestIsExplained
+resources-limitrange-min-le|webhook/core/resources.py|/^def _bounded_request/,/^def _bounded_limit/s/value < bounds.min:/value <= bounds.min:/|tests/engine/test_resources.py::TestHowABoundedRequestIsExplained
+resources-limitrange-max-ge|webhook/core/resources.py|/^def _bounded_request/,/^def _bounded_limit/s/value > bounds.max:/value >= bounds.max:/|tests/engine/test_resources.py::TestHowABoundedRequestIsExplained
+resources-policy-min-note|webhook/core/resources.py|s/"; raised to policy min"/"; RAISED TO POLICY MIN"/|tests/engine/test_resources.py::TestHowABoundedRequestIsExplained
+resources-limitrange-max-note|webhook/core/resources.py|s/"; lowered to LimitRange max"/"; lowered to limitrange max"/|tests/engine/test_resources.py::TestHowABoundedRequestIsExplained
 deadline-budget-100|webhook/server/deadline.py|s/^BUDGET = 0.8/BUDGET = 1.0/|tests/server/test_attacks.py -k 80_percent
 deadline-budget-50|webhook/server/deadline.py|s/^BUDGET = 0.8/BUDGET = 0.5/|tests/server/test_attacks.py -k 80_percent
 deadline-ge-for-lt|webhook/server/mutate.py|s/- arrived >= BUDGET/- arrived < BUDGET/|tests/server/test_attacks.py -k 80_percent

@@ -271,3 +271,34 @@ class TestBounds:
         decision, result = run(pod(container(requests={"cpu": "lots"})))
         assert first(result)["resources"]["requests"]["cpu"] == "lots"
         assert any("'lots' unreadable" in warning for warning in decision.warnings)
+
+
+class TestHowABoundedRequestIsExplained:
+    PROFILE = "profile: p95 usage over 14d, 4032 samples, 336h"
+
+    @pytest.mark.parametrize(
+        ("cpu", "item", "expected", "note"),
+        [
+            pytest.param("0.001", None, "10m", "; raised to policy min", id="below-the-policy-min"),
+            pytest.param("0.01", None, "10m", "", id="at-the-policy-min"),
+            pytest.param("16", None, "16", "", id="at-the-policy-max"),
+            pytest.param("64", None, "16", "; lowered to policy max", id="above-the-policy-max"),
+            pytest.param("0.1", LimitRangeItem("Container", min={"cpu": Decimal("0.2")}), "200m",
+                         "; raised to LimitRange min", id="below-the-limit-range-min"),
+            pytest.param("0.2", LimitRangeItem("Container", min={"cpu": Decimal("0.2")}), "200m", "",
+                         id="at-the-limit-range-min"),
+            pytest.param("1", LimitRangeItem("Container", max={"cpu": Decimal("0.5")}), "500m",
+                         "; lowered to LimitRange max", id="above-the-limit-range-max"),
+            pytest.param("0.5", LimitRangeItem("Container", max={"cpu": Decimal("0.5")}), "500m", "",
+                         id="at-the-limit-range-max"),
+        ],
+    )
+    def test_a_request_moved_to_a_bound_says_so_and_one_at_the_bound_does_not(
+        self, cpu: str, item: LimitRangeItem | None, expected: str, note: str
+    ) -> None:
+        """Kills the mutants of resources.py's `_bounded_request`: `<=`/`>=` for `<`/`>` against the policy's
+        and the LimitRange's min and max (a value at the bound said to be moved), and each note's text."""
+        facts = ClusterFacts(limit_ranges=(item,) if item else ())
+        decision, _ = run(pod(container()), profiles={"app": recommendation(cpu)}, facts=facts)
+        [request] = [i for i in decision.injections if i.field == "requests.cpu"]
+        assert (request.value, request.source) == (expected, self.PROFILE + note)
