@@ -87,6 +87,11 @@ EQUIVALENT: dict[tuple[str, tuple[str, ...]], str] = {
     },
     (_PATCHCHECK, ("-" + _FORGET.format(">"), "+" + _FORGET.format(">="))):
         "the replaced path itself is forgotten too, and stored again on the next line",
+    ("webhook/core/probes.py",
+     ("-return f\"{kind}Probe\", {handler: copy.deepcopy(dict(probe[handler]))}",
+      "+return f\"{kind}Probe\", {handler: copy.copy(dict(probe[handler]))}")):
+        "the reused handler goes into the patch, which is encoded and never changed in place: a shallow"
+        " copy shares only nested values that nothing writes",
 }
 
 

@@ -53,6 +53,18 @@ patchcheck-replace-message-dropped|webhook/admission/patchcheck.py|s/raise Patch
 patchcheck-replace-misspelt|webhook/admission/patchcheck.py|s/("add", "replace")/("add", "REPLACE")/|tests/server/test_contract.py::TestPatchCheckEdges
 patchcheck-jsonpatch-message-dropped|webhook/admission/patchcheck.py|s/raise PatchError(str(exc))/raise PatchError(None)/|tests/server/test_contract.py::TestPatchCheckEdges
 patchcheck-jsonpatch-message-none|webhook/admission/patchcheck.py|s/raise PatchError(str(exc))/raise PatchError(str(None))/|tests/server/test_contract.py::TestPatchCheckEdges
+shutdown-native-sleep-unread|webhook/core/shutdown.py|s/sleep = pre_stop.get("sleep")/sleep = pre_stop.get("SLEEP")/|tests/engine/test_probes_and_shutdown.py::TestExistingSleep
+shutdown-exec-type-ignored|webhook/core/shutdown.py|s/if isinstance(pre_stop.get("exec"), dict) else None/if isinstance(pre_stop.get("exec"), dict) or True else None/|tests/engine/test_probes_and_shutdown.py::TestExistingSleep
+shutdown-command-or-for-and|webhook/core/shutdown.py|s/if isinstance(command, list) and command:/if isinstance(command, list) or command:/|tests/engine/test_probes_and_shutdown.py::TestExistingSleep
+shutdown-command-joined-wrong|webhook/core/shutdown.py|s/words = " ".join/words = "XX XX".join/|tests/engine/test_probes_and_shutdown.py::TestExistingSleep
+shutdown-word-or-for-and|webhook/core/shutdown.py|s/if word.endswith("sleep") and words/if word.endswith("sleep") or words/|tests/engine/test_probes_and_shutdown.py::TestExistingSleep
+shutdown-personal-gt-for-ge|webhook/core/shutdown.py|s/if personal >= needed:/if personal > needed:/|tests/engine/test_probes_and_shutdown.py::TestGracePeriod
+shutdown-default-lt-for-le|webhook/core/shutdown.py|s/if needed <= DEFAULT_GRACE:/if needed < DEFAULT_GRACE:/|tests/engine/test_probes_and_shutdown.py::TestGracePeriod
+shutdown-grace-target-none|webhook/core/shutdown.py|s/^        POD_TARGET,/        None,/|tests/engine/test_probes_and_shutdown.py::TestGracePeriod
+shutdown-zero-sleep-written|webhook/core/shutdown.py|s/s + " if longest_sleep else "")/s + " if (longest_sleep) or True else "")/|tests/engine/test_probes_and_shutdown.py::TestGracePeriod
+probes-reused-kind-none|webhook/core/probes.py|s/kind = next(iter(handler))/kind = None/|tests/engine/test_probes_and_shutdown.py::TestHowAProbeIsExplained
+probes-serving-port-text|webhook/core/probes.py|s/f"tcp :{port}", "serving port"/f"tcp :{port}", "XXserving portXX"/|tests/engine/test_probes_and_shutdown.py::TestHowAProbeIsExplained
+probes-undeclared-served-port|webhook/core/probes.py|s/if port is None and served is not None:/if port is None and served is None:/|tests/rules/test_serving_containers.py::test_an_undeclared_served_port_is_probed_where_the_service_sends
 deadline-budget-100|webhook/server/deadline.py|s/^BUDGET = 0.8/BUDGET = 1.0/|tests/server/test_attacks.py -k 80_percent
 deadline-budget-50|webhook/server/deadline.py|s/^BUDGET = 0.8/BUDGET = 0.5/|tests/server/test_attacks.py -k 80_percent
 deadline-ge-for-lt|webhook/server/mutate.py|s/- arrived >= BUDGET/- arrived < BUDGET/|tests/server/test_attacks.py -k 80_percent

@@ -9,8 +9,11 @@ import pytest
 
 from tests.engine.podkit import container, first, pod, policy, run
 from tests.engine.test_resources import recommendation
+from webhook.core.decision import POD_TARGET
 from webhook.core.facts import ClusterFacts
+from webhook.core.patch import PatchBuilder
 from webhook.core.pod import INJECTED_ANNOTATION, PROBE_PATH_ANNOTATION
+from webhook.core.shutdown import existing_sleep, grace_period
 
 LIVE = policy("probes:\n  liveness: {enabled: true}", name="live")
 
@@ -175,6 +178,29 @@ class TestPreStopSleep:
         assert first(result)["lifecycle"] == {"postStart": post_start, "preStop": {"sleep": {"seconds": 5}}}
 
 
+class TestHowAProbeIsExplained:
+    @pytest.mark.parametrize(
+        ("subject", "using", "field", "value", "source"),
+        [
+            pytest.param(pod(container(readinessProbe={"httpGet": {"path": "/healthz", "port": 8080}})), LIVE,
+                         "livenessProbe", "httpGet as in readinessProbe every 10s x3 (budget 30s)",
+                         'same check as the container\'s readinessProbe, policy "live"',
+                         id="a-reused-check-names-its-handler"),  # `kind = None`: "None as in"
+            pytest.param(pod(container()), policy(name="default"), "readinessProbe",
+                         "tcp :8080 every 5s x3 (budget 15s)", 'serving port, policy "default"',
+                         id="tcp-on-the-serving-port"),  # "serving port" changed
+        ],
+    )
+    def test_each_new_probe_says_what_it_checks_and_why(
+        self, subject: dict[str, Any], using: Any, field: str, value: str, source: str
+    ) -> None:
+        """The annotation's explanation of a probe, word for word (kills the mutants of probes.py's
+        `_handler` that change only what it reads as)."""
+        decision, _ = run(subject, using=using)
+        [injection] = [i for i in decision.injections if i.field == field]
+        assert (injection.value, injection.source) == (value, source)
+
+
 class TestGracePeriod:
     @pytest.mark.parametrize(
         ("grace", "expected"),
@@ -201,3 +227,57 @@ class TestGracePeriod:
     def test_no_grace_change_without_a_new_sleep(self) -> None:
         _, result = run(pod(container(ports=())))
         assert result["spec"]["terminationGracePeriodSeconds"] == 30
+
+    @pytest.mark.parametrize(
+        ("drain", "grace", "expected", "warned"),
+        [
+            pytest.param(25, None, 30, False, id="sleep-and-drain-exactly-the-default"),  # `<` for `<=`
+            pytest.param(30, 35, 35, False, id="a-persons-value-exactly-enough"),  # `>` for `>=`
+            pytest.param(30, 34, 34, True, id="a-persons-value-a-second-short"),
+        ],
+    )
+    def test_the_grace_period_changes_only_when_sleep_plus_drain_exceeds_it(
+        self, drain: int, grace: int | None, expected: int, warned: bool
+    ) -> None:
+        """Kills the boundary mutants of `grace_period`: a default of exactly sleep + drain rewritten
+        (`needed < 30`), a person's value of exactly sleep + drain warned about (`personal > needed`)."""
+        decision, result = run(pod(container(), grace=grace), using=policy(f"drainSeconds: {drain}"))
+        assert result["spec"].get("terminationGracePeriodSeconds", 30) == expected
+        assert any("after the preStop sleep" in warning for warning in decision.warnings) is warned
+        fields = [injection.field for injection in decision.injections]
+        assert ("terminationGracePeriodSeconds" in fields) is (grace is None and expected != 30)
+
+    def test_a_raised_grace_period_is_explained_as_the_pods_with_only_the_parts_it_has(self) -> None:
+        """Kills: the injection's target not `POD_TARGET`, and the `preStop 0s + ` part (or another
+        text) written when no container sleeps (a class's own longer drain raises it without a pause)."""
+        subject = pod(container(ports=()))
+        patch = PatchBuilder(subject)
+        slow = policy("drainSeconds: 45", name="slow")
+        grace, warning = grace_period(subject, policy=slow, longest_sleep=0, patch=patch)
+        assert warning is None
+        assert grace is not None
+        assert (grace.target, grace.value) == (POD_TARGET, "45")
+        assert grace.source == 'was 30; drain 45s, policy "slow"'
+        assert [op["path"] for op in patch.ops] == ["/spec/terminationGracePeriodSeconds"]
+
+
+class TestExistingSleep:
+    @pytest.mark.parametrize(
+        ("pre_stop", "seconds"),
+        [
+            pytest.param({"sleep": {"seconds": 20}}, 20, id="native"),  # the `sleep` key read wrong
+            pytest.param({"exec": {"command": ["sleep", "20"]}}, 20, id="exec-split-words"),  # joined wrong
+            pytest.param({"exec": {"command": ["sh", "-c", "sleep 7 && nginx -s quit"]}}, 7, id="in-a-shell"),
+            pytest.param({"exec": {"command": ["timeout", "5", "drain"]}}, None,
+                         id="a-number-after-another-word"),  # `or` for `and` in the word test
+            pytest.param({"exec": {"command": 5}}, None, id="command-not-a-list"),  # `or` for `and`
+            pytest.param({"exec": ["sleep", "5"]}, None, id="exec-not-an-object"),  # the type test `or True`
+            pytest.param({"httpGet": {"path": "/drain", "port": 80}}, None, id="http"),
+        ],
+    )
+    def test_the_pause_of_a_pre_stop_hook_is_read_where_it_can_be(
+        self, pre_stop: dict[str, Any], seconds: int | None
+    ) -> None:
+        """What the grace period counts of a hook a person wrote; a malformed one (mutating webhooks see
+        the Pod before validation) reads as no pause rather than failing the decision."""
+        assert existing_sleep({"name": "app", "lifecycle": {"preStop": pre_stop}}) == seconds
