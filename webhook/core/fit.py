@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from webhook.core.caps import as_created, lower, totals
+from webhook.core.caps import CreatedTotals, lower
 from webhook.core.daemonsets import describe, owner, rooms
 from webhook.core.decision import Cap, Injection
 from webhook.core.facts import ClusterFacts
@@ -70,8 +70,12 @@ def fit_pod(
     injections: list[Injection],
     patch: PatchBuilder,
     workload: WorkloadKey | None = None,
+    created: CreatedTotals | None = None,
 ) -> FitOutcome:
-    """Hold the Pod's injected requests to the largest node it may use; `injections` updated in place."""
+    """Hold the Pod's injected requests to the largest node it may use; `injections` updated in place.
+
+    `created`: the decision's totals of the Pod as created (computed here when not given).
+    """
     rules = policy.fit
     if not rules.enabled or facts.nodes is None:
         return FitOutcome()
@@ -91,7 +95,8 @@ def fit_pod(
                 "may add one)"
             )
         return FitOutcome(warnings=tuple(warnings))
-    need = totals(as_created(pod, injections))
+    created = created if created is not None else CreatedTotals(pod)
+    need = created.of(injections)
     cpu, memory = need.get("requests.cpu", Decimal(0)), need.get("requests.memory", Decimal(0))
     node = _best(shapes, cpu, memory)
     caps: list[Cap] = []
@@ -114,7 +119,7 @@ def fit_pod(
     if not policy.startup_boost.enabled:  # the cpu room is the boost's alone
         return FitOutcome(tuple(caps), tuple(warnings))
     if node is not None:
-        need = totals(as_created(pod, injections))
+        need = created.of(injections)
         chosen = node
     else:
         chosen = _best_fit(shapes, memory)
