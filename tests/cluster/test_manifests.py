@@ -277,6 +277,7 @@ class TestRbac:
             {"apiGroups": ["gateway.networking.k8s.io"], "resources": ["httproutes", "grpcroutes"],
              "verbs": ["list", "watch"]},
             {"apiGroups": [""], "resources": ["nodes", "resourcequotas"], "verbs": ["list", "watch"]},
+            {"apiGroups": ["apps"], "resources": ["daemonsets"], "verbs": ["list", "watch"]},
         ]
         assert self.rules("Role", "pod-tailor-webhook") == [
             {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list", "watch"]}

@@ -82,3 +82,49 @@ def quota(
 def facts(nodes: Sequence[Obj] | None = None, quotas: Sequence[Obj] = (), **more: Any) -> ClusterFacts:
     index = None if nodes is None else index_nodes([parse_node(n) for n in nodes])
     return ClusterFacts(nodes=index, quotas=tuple(parse_quota(q) for q in quotas), **more)
+
+
+def daemonset(
+    name: str,
+    *,
+    cpu: str | None = "400m",
+    memory: str | None = "200Mi",
+    namespace: str = "kube-system",
+    node_selector: Mapping[str, str] | None = None,
+    tolerations: Sequence[Mapping[str, str]] = (),
+    host_network: bool = False,
+) -> Obj:
+    """A DaemonSet as `GET /apis/apps/v1/daemonsets` lists it (defaults filled in, status written)."""
+    requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
+    spec: Obj = {
+        "containers": [{
+            "name": name, "image": f"registry.k8s.io/{name}:v1.0.0", "imagePullPolicy": "IfNotPresent",
+            "resources": {"requests": requests, **({"limits": {"memory": memory}} if memory else {})},
+            "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
+        }],
+        "restartPolicy": "Always", "terminationGracePeriodSeconds": 30, "dnsPolicy": "ClusterFirst",
+        "securityContext": {}, "schedulerName": "default-scheduler",
+        "priorityClassName": "system-node-critical",
+    }
+    if node_selector:
+        spec["nodeSelector"] = dict(node_selector)
+    if tolerations:
+        spec["tolerations"] = [dict(t) for t in tolerations]
+    if host_network:
+        spec["hostNetwork"] = True
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": namespace, "generation": 1,
+                     "annotations": {"deprecated.daemonset.template.generation": "1"}},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": spec},
+            "updateStrategy": {"type": "RollingUpdate",
+                               "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}},
+            "revisionHistoryLimit": 10,
+        },
+        "status": {"currentNumberScheduled": 2, "desiredNumberScheduled": 2, "numberAvailable": 2,
+                   "numberMisscheduled": 0, "numberReady": 2, "observedGeneration": 1,
+                   "updatedNumberScheduled": 2},
+    }  # fmt: skip

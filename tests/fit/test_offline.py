@@ -15,7 +15,7 @@ import yaml
 
 from tests.fit.kit import node, quota, taint
 from webhook.admission import admit, default_engine
-from webhook.cluster.resources import node_essentials, quota_essentials
+from webhook.cluster.resources import daemonset_essentials, node_essentials, quota_essentials
 from webhook.cluster.snapshot import build_snapshot
 from webhook.config.policies import load_policy_text
 from webhook.config.settings import Settings
@@ -49,12 +49,15 @@ def _lines(pod: dict[str, Any]) -> set[str]:
     return set(text.splitlines()[1:])
 
 
-def server_says(review: dict[str, Any], nodes: list[dict[str, Any]], quotas: list[dict[str, Any]]) -> tuple[
-    set[str], list[str]
-]:
+def server_says(
+    review: dict[str, Any], nodes: list[dict[str, Any]], quotas: list[dict[str, Any]],
+    *, daemonsets: list[dict[str, Any]] | None = None,
+) -> tuple[set[str], list[str]]:
     objects: dict[str, list[dict[str, Any]]] = {"resourcequotas": [quota_essentials(q) for q in quotas]}
     if nodes:
         objects["nodes"] = [node_essentials(n) for n in nodes]
+    if daemonsets is not None:
+        objects["daemonsets"] = [daemonset_essentials(d) for d in daemonsets]
     cluster = build_snapshot(policies=POLICIES, settings=Settings(), objects=objects, server_version=(1, 33),
                              taken_at=0.0, source="test")  # fmt: skip
     answer = json.loads(admit(json.dumps(review).encode(), cluster=cluster, profiles=ProfileSnapshot(),

@@ -18,7 +18,7 @@ from kubefake import FakeKube
 
 from tests.cluster.helpers import namespace, pod_tailor_serve, wait_until
 from tests.engine.podkit import container, pod
-from tests.fit.kit import node, quota, taint
+from tests.fit.kit import daemonset, node, quota, taint
 from webhook.server.certs import write_dev_certs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -122,6 +122,58 @@ class TestNodeFit:
         assert created[0] == 201
         assert cpu(created) == "1930m"
         assert not any("internal error" in w for w in created[2])
+
+
+def warned(created: Created) -> str:
+    """The warnings as one text: a long one reaches the client cut in headers of 120 characters."""
+    pieces = [w.removeprefix('299 - "').removesuffix('"') for w in created[2]]
+    return " ".join(pieces).replace('" "...', "").replace(" ... ", " ")
+
+
+def daemon_pod(kube: FakeKube, owner: str, *, on: str) -> dict[str, Any]:
+    """A Pod as the DaemonSet controller creates it: owned by `owner`, pinned to node `on` by matchFields."""
+    stored = kube.get("daemonsets", owner, namespace="shop")
+    assert stored is not None
+    pinned = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [on]}]}
+    subject = pod(affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [pinned]}}})
+    subject["metadata"]["ownerReferences"] = [{
+        "apiVersion": "apps/v1", "kind": "DaemonSet", "name": owner, "uid": stored["metadata"]["uid"],
+        "controller": True, "blockOwnerDeletion": True,
+    }]
+    return subject
+
+
+class TestDaemonSets:
+    def test_a_pod_that_fits_a_node_but_not_after_its_daemonsets_is_capped_a_daemonsets_own_pod_is_not(
+        self, kube: FakeKube
+    ) -> None:
+        kube.put(daemonset("agent", cpu="400m", namespace="shop"))
+        kube.put(daemonset("logs", cpu="100m", namespace="shop"))
+        wait_until(lambda: cpu(create(kube, pod(), dry_run=True)) == "1430m", what="the DaemonSets")
+        created = create(kube, pod())
+        assert cpu(created) == "1430m"
+        said = ("cpu 3 capped to 1430m: largest node that fits the Pod's selector has 1930m allocatable, "
+                "500m of it taken by 2 DaemonSets")
+        assert said in warned(created)
+        own = create(kube, daemon_pod(kube, "agent", on="small-1"))
+        assert cpu(own) == "1830m"  # the other DaemonSet's 100m taken, not its own 400m
+        assert "has 1930m allocatable, 100m of it taken by 1 DaemonSet" in warned(own)
+        kube.delete("daemonsets", "logs", namespace="shop")
+        kube.delete("daemonsets", "agent", namespace="shop")
+        wait_until(lambda: cpu(create(kube, pod(), dry_run=True)) == "1930m", what="the DaemonSets removed")
+
+    def test_a_daemonset_that_does_not_tolerate_a_nodes_taint_is_not_subtracted_there(
+        self, kube: FakeKube
+    ) -> None:
+        tolerant = pod(tolerations=[{"key": "dedicated", "operator": "Exists"}])
+        pinned = {"kubernetes.io/hostname": "gpu-1"}
+        kube.put(daemonset("driver", cpu="5", namespace="shop", node_selector=pinned,
+                           tolerations=[{"key": "dedicated", "operator": "Exists"}]))  # fmt: skip
+        wait_until(lambda: cpu(create(kube, tolerant, dry_run=True)) == "2910m", what="a tolerant DaemonSet")
+        kube.put(daemonset("driver", cpu="5", namespace="shop", node_selector=pinned))  # its toleration gone
+        wait_until(lambda: cpu(create(kube, tolerant, dry_run=True)) == "3", what="the DaemonSet updated")
+        kube.delete("daemonsets", "driver", namespace="shop")
 
 
 class TestQuota:

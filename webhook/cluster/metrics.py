@@ -49,7 +49,8 @@ SERVER_VERSION = Gauge(
 )
 CLUSTER_FACTS_KNOWN = Gauge(
     "pod_tailor_cluster_facts_known",
-    "1 while a collection a feature can do without (nodes, resourcequotas) may be listed; 0 when the "
-    "API server forbids it (no RBAC): node fit or quota is then off and Pods are sized as before.",
+    "1 while a collection a feature can do without (nodes, resourcequotas, daemonsets) may be listed; 0 "
+    "when the API server forbids it (no RBAC): node fit or quota is then off and Pods are sized as before "
+    "(daemonsets: node fit counts whole nodes).",
     ["resource"],
 )

@@ -19,6 +19,7 @@ from webhook.cluster.watch import ListCall, Obj, without_status
 from webhook.config.settings import Settings
 
 __all__ = [
+    "DAEMONSETS",
     "GRPCROUTES",
     "HPAS",
     "HTTPROUTES",
@@ -31,6 +32,7 @@ __all__ = [
     "VPAS",
     "WatchSpec",
     "custom_list",
+    "daemonset_essentials",
     "node_essentials",
     "quota_essentials",
     "watch_specs",
@@ -92,6 +94,35 @@ def node_essentials(obj: Obj) -> Obj:
     }
 
 
+_TEMPLATE_KEYS = (
+    "containers", "initContainers", "overhead", "resources", "nodeSelector", "affinity", "tolerations", "os",
+    "hostNetwork",
+)
+_CONTAINER_KEYS = ("name", "resources", "restartPolicy")
+
+
+def daemonset_essentials(obj: Obj) -> Obj:
+    """What `webhook.core.daemonsets` reads of a DaemonSet: its Pods' requests and placement. Images,
+    volumes, commands and the status (rewritten as its Pods come and go) are never read."""
+    meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+    template = spec.get("template")
+    template = template if isinstance(template, dict) else {}
+    pod = template.get("spec")
+    pod = pod if isinstance(pod, dict) else {}
+    kept = {key: pod[key] for key in _TEMPLATE_KEYS if key in pod}
+    for group in ("containers", "initContainers"):
+        if isinstance(kept.get(group), list):
+            kept[group] = [
+                {key: c[key] for key in _CONTAINER_KEYS if key in c} if isinstance(c, dict) else c
+                for c in kept[group]
+            ]
+    return {
+        "metadata": {key: meta[key] for key in ("name", "namespace", "resourceVersion")
+                     if key in meta},
+        "spec": {"template": {"spec": kept}},
+    }
+
+
 def _node_relevant(obj: Obj) -> Hashable:
     """A Node's heartbeat status writes change nothing node fit reads."""
     return json.dumps([(obj.get("metadata") or {}).get("labels"), obj.get("spec"), obj.get("status")],
@@ -117,6 +148,7 @@ GRPCROUTES = "grpcroutes"
 HPAS = "horizontalpodautoscalers"
 VPAS = "verticalpodautoscalers"
 NODES = "nodes"
+DAEMONSETS = "daemonsets"
 RESOURCEQUOTAS = "resourcequotas"
 
 _SPECS: tuple[WatchSpec, ...] = (
@@ -164,6 +196,11 @@ _SPECS: tuple[WatchSpec, ...] = (
     WatchSpec(
         NODES, lambda api, _s: client.CoreV1Api(api).list_node, relevant=_node_relevant,
         forbidden_ok=True, keep=node_essentials,
+    ),
+    # What DaemonSets take on each node (webhook.core.daemonsets): without them, nodes count whole.
+    WatchSpec(
+        DAEMONSETS, lambda api, _s: client.AppsV1Api(api).list_daemon_set_for_all_namespaces,
+        relevant=_spec_only, forbidden_ok=True, keep=daemonset_essentials,
     ),
     WatchSpec(
         RESOURCEQUOTAS, lambda api, _s: client.CoreV1Api(api).list_resource_quota_for_all_namespaces,

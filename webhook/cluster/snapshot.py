@@ -21,9 +21,10 @@ from webhook.core.autoscalers import (
     parse_hpa,
     parse_vpa,
 )
+from webhook.core.daemonsets import DaemonSetShare, index_with_daemonsets, parse_daemonset
 from webhook.core.facts import LimitRangeItem, limit_range_items
 from webhook.core.inputs import BASE_LABEL_KEYS
-from webhook.core.nodefit import NodeIndex, index_nodes, parse_node
+from webhook.core.nodefit import NodeIndex, parse_node
 from webhook.core.policy import PolicySet
 from webhook.core.quota import Quota, parse_quota
 from webhook.core.routes import (
@@ -57,7 +58,7 @@ class ParseCache:
     def __init__(self) -> None:
         self._entries: dict[_Key, Any] = {}
         self._used: set[_Key] = set()
-        self.node_index: tuple[tuple[tuple[str, str], ...], NodeIndex] | None = None  # by versions
+        self.node_index: tuple[Any, NodeIndex] | None = None  # by the nodes' and DaemonSets' versions
 
     def get(self, resource: str, obj: Obj, parse: Callable[[Obj], _T]) -> _T:
         meta = obj.get("metadata") or {}
@@ -168,16 +169,34 @@ def traffic_index(objects: Objects, cache: ParseCache) -> dict[str, NamespaceTra
     return index_traffic(services, routes)
 
 
-def node_index(objects: Sequence[Obj], cache: ParseCache) -> NodeIndex:
-    """Every node's shape, grouped (`webhook.core.nodefit`); rebuilt only when a node changed."""
-    versions = tuple(sorted(
-        (str(meta.get("name")), str(meta.get("resourceVersion", "")))
+def _versions(objects: Sequence[Obj]) -> tuple[tuple[str, str, str], ...]:
+    return tuple(sorted(
+        (str(meta.get("namespace") or ""), str(meta.get("name")), str(meta.get("resourceVersion", "")))
         for meta in ((obj.get("metadata") or {}) for obj in objects)
     ))
+
+
+def _logged_daemonset(obj: Obj) -> DaemonSetShare | None:
+    share = parse_daemonset(obj)
+    if isinstance(share, str):
+        log.info("daemonsets: %s; not subtracted from node fit", share)
+        return None
+    return share
+
+
+def node_index(
+    objects: Sequence[Obj], cache: ParseCache, daemonsets: Sequence[Obj] | None = None
+) -> NodeIndex:
+    """Every node's shape, less what the DaemonSets landing on it take (None: DaemonSets not known),
+    grouped (`webhook.core.nodefit`, `webhook.core.daemonsets`); rebuilt only when one of them changed."""
+    versions = (_versions(objects), None if daemonsets is None else _versions(daemonsets))
     shapes = [cache.get("nodes", obj, parse_node) for obj in objects]
+    shares = None if daemonsets is None else [
+        share for obj in daemonsets if (share := cache.get("daemonsets", obj, _logged_daemonset)) is not None
+    ]
     if cache.node_index is not None and cache.node_index[0] == versions:
         return cache.node_index[1]
-    index = index_nodes(shapes)
+    index = index_with_daemonsets(shapes, shares)
     for reason in index.left_out:
         log.info("nodes: %s; left out of node fit", reason)
     cache.node_index = (versions, index)
@@ -232,7 +251,7 @@ def build_snapshot(
             for namespace, found in (traffic or {}).items()
             if found.label_keys
         },
-        nodes=node_index(objects["nodes"], parsed) if "nodes" in objects else None,
+        nodes=node_index(objects["nodes"], parsed, objects.get("daemonsets")) if "nodes" in objects else None,
         quotas=quotas_by_namespace(objects.get("resourcequotas", ()), parsed),
     )
     parsed.sweep()

@@ -23,7 +23,7 @@ from webhook.core.pod import ContainerRef, containers
 from webhook.core.quantity import QuantityError, parse, render
 from webhook.core.resources import container_bounds
 
-__all__ = ["Cap", "Lowered", "as_created", "lower", "totals", "unset"]
+__all__ = ["Cap", "CreatedTotals", "Lowered", "as_created", "lower", "totals", "unset"]
 
 _SECTIONS = ("requests", "limits")
 
@@ -69,6 +69,30 @@ def totals(pod: Mapping[str, Any]) -> dict[str, Decimal]:
     found = {f"requests.{r}": v for r, v in pod_requests(pod).items()}
     found.update({f"limits.{r}": v for r, v in pod_limits(pod).items()})
     return found
+
+
+class CreatedTotals:
+    """`totals(as_created(pod, injections))` for one decision's Pod, computed once per set of injected
+    values: node fit, quota and the charges ask it of the same values, and quantities cost a parse.
+
+    The totals handed out are shared: read them, never change them.
+    """
+
+    __slots__ = ("_pod", "_seen")
+
+    def __init__(self, pod: Mapping[str, Any]) -> None:
+        self._pod = pod
+        self._seen: dict[tuple[tuple[str, str, str], ...], dict[str, Decimal]] = {}
+
+    def of(self, injections: Sequence[Injection]) -> dict[str, Decimal]:
+        """The totals of the Pod with `injections` over its own values (what `as_created` reads)."""
+        key = tuple(
+            (i.target, i.field, i.value) for i in injections if i.field.startswith(("requests.", "limits."))
+        )
+        found = self._seen.get(key)
+        if found is None:
+            found = self._seen[key] = totals(as_created(self._pod, injections))
+        return found
 
 
 @dataclass(frozen=True, slots=True)

@@ -104,7 +104,8 @@ def _charges(ctx: Context) -> dict[str, dict[str, Decimal]]:
     """What the Pod, as it will be created, counts against each of the namespace's quotas."""
     if not ctx.facts.quotas:
         return {}
-    return charges(as_created(ctx.pod, [*ctx.injections, *ctx.boosted]), ctx.facts.quotas)
+    values = [*ctx.injections, *ctx.boosted]
+    return charges(as_created(ctx.pod, values), ctx.facts.quotas, used=lambda: ctx.totals_of().of(values))
 
 
 def _decision(ctx: Context, *, label: str) -> Decision:

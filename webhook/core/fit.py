@@ -17,12 +17,14 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from webhook.core.caps import as_created, lower, totals
+from webhook.core.caps import CreatedTotals, lower
+from webhook.core.daemonsets import describe, owner, rooms
 from webhook.core.decision import Cap, Injection
 from webhook.core.facts import ClusterFacts
 from webhook.core.nodefit import matching_shapes, placement
 from webhook.core.patch import PatchBuilder
 from webhook.core.quantity import render
+from webhook.core.workload import WorkloadKey
 
 if TYPE_CHECKING:
     from webhook.core.policy import Policy
@@ -67,13 +69,19 @@ def fit_pod(
     facts: ClusterFacts,
     injections: list[Injection],
     patch: PatchBuilder,
+    workload: WorkloadKey | None = None,
+    created: CreatedTotals | None = None,
 ) -> FitOutcome:
-    """Hold the Pod's injected requests to the largest node it may use; `injections` updated in place."""
+    """Hold the Pod's injected requests to the largest node it may use; `injections` updated in place.
+
+    `created`: the decision's totals of the Pod as created (computed here when not given).
+    """
     rules = policy.fit
     if not rules.enabled or facts.nodes is None:
         return FitOutcome()
     where = placement(pod)
-    shapes = matching_shapes(where, facts.nodes)
+    own = owner(workload, facts.nodes)  # a DaemonSet's own Pod: its share back
+    shapes = matching_shapes(where, facts.nodes) if own is None else rooms(where, facts.nodes, own)
     what = "largest node that fits the Pod's selector"
     warnings: list[str] = []
     if rules.max_node_cpu is not None and rules.max_node_memory is not None:
@@ -87,7 +95,8 @@ def fit_pod(
                 "may add one)"
             )
         return FitOutcome(warnings=tuple(warnings))
-    need = totals(as_created(pod, injections))
+    created = created if created is not None else CreatedTotals(pod)
+    need = created.of(injections)
     cpu, memory = need.get("requests.cpu", Decimal(0)), need.get("requests.memory", Decimal(0))
     node = _best(shapes, cpu, memory)
     caps: list[Cap] = []
@@ -95,7 +104,7 @@ def fit_pod(
         for resource, wanted, have in (("cpu", cpu, node[0]), ("memory", memory, node[1])):
             if wanted <= have:
                 continue
-            reason = f"{what} has {render(resource, have)} allocatable"
+            reason = f"{what} {describe(facts.nodes, node, resource, share=own)}"
             floor = policy.resources[resource].min if resource in policy.resources else Decimal(0)
             done = lower(
                 pod, field=f"requests.{resource}", excess=wanted - have, floor=floor, injections=injections,
@@ -110,7 +119,7 @@ def fit_pod(
     if not policy.startup_boost.enabled:  # the cpu room is the boost's alone
         return FitOutcome(tuple(caps), tuple(warnings))
     if node is not None:
-        need = totals(as_created(pod, injections))
+        need = created.of(injections)
         chosen = node
     else:
         chosen = _best_fit(shapes, memory)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from webhook.core.quantity import QuantityError, parse
 
 if TYPE_CHECKING:
+    from webhook.core.daemonsets import DaemonSetShare
     from webhook.core.policy import _Reader
 
 __all__ = [
@@ -75,6 +76,11 @@ class NodeShape:
     memory: Decimal
     labels: Mapping[str, str]
     taints: tuple[Taint, ...] = ()  # NoSchedule / NoExecute only; unschedulable as its taint
+    # With DaemonSets known (`webhook.core.daemonsets.subtract`): `cpu` and `memory` are the room left
+    # after them, `allocatable` the node's own, `taken` their requests and `daemonsets` their keys.
+    allocatable: tuple[Decimal, Decimal] | None = None
+    taken: tuple[Decimal, Decimal] | None = None
+    daemonsets: tuple[str, ...] = ()
 
 
 def parse_node(obj: Mapping[str, Any]) -> NodeShape | str:
@@ -126,6 +132,8 @@ class NodeIndex:
     per_node_keys: frozenset[str] = frozenset()  # label keys with a value (nearly) per node
     left_out: tuple[str, ...] = ()
     count: int = 0
+    # The DaemonSets subtracted from the nodes, by key; None: not known (not watched, or forbidden).
+    daemonsets: Mapping[str, DaemonSetShare] | None = None
     memo: dict[Hashable, tuple[tuple[Decimal, Decimal], ...]] = field(
         default_factory=dict, compare=False, repr=False
     )

@@ -12,12 +12,12 @@ Per resource pod-tailor adds, against the quotas that count the Pod (`webhook.co
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from webhook.core.caps import as_created, lower, totals, unset
+from webhook.core.caps import CreatedTotals, as_created, lower, totals, unset
 from webhook.core.decision import Basis, Cap, Injection
 from webhook.core.facts import ClusterFacts
 from webhook.core.patch import PatchBuilder
@@ -80,6 +80,7 @@ def quota_pod(
     injections: list[Injection],
     patch: PatchBuilder,
     boost_reads_room: bool = False,
+    totals_of: CreatedTotals | None = None,
 ) -> QuotaOutcome:
     """Supply and fall back as the module docstring says; `injections` updated in place.
 
@@ -87,12 +88,13 @@ def quota_pod(
     a value that fits keeps fitting in any larger room; a fallback to the author's values when
     nothing is left (every value of ours at its floor) stays the same in any smaller room; else the
     room itself. `boost_reads_room`: the start-up boost will read the cpu room this returns, so those
-    keys' bands are the room itself.
+    keys' bands are the room itself. `totals_of`: the decision's totals of the Pod as created.
     """
     rules = policy.quota
     if not rules.respect or not facts.quotas:
         return QuotaOutcome()
     warnings: list[str] = []
+    totals_of = totals_of if totals_of is not None else CreatedTotals(pod)
     created = as_created(pod, injections)
     counting = [q for q in facts.quotas if applies(q, created)]
     if rules.supply_required:
@@ -113,7 +115,7 @@ def quota_pod(
     left = room(counting, facts.pending)
     caps: list[Cap] = []
     bands: dict[str, Band] = {}
-    now = totals(created)
+    now = totals_of.of(injections)
     for key in _ORDER:
         if key not in left:
             continue
@@ -140,7 +142,7 @@ def quota_pod(
                 f"ResourceQuota {name} is full for {key} ({render(resource, max(allowed, Decimal(0)))} "
                 "left): pod-tailor's values left out"
             )
-        now = totals(as_created(pod, injections))
+        now = totals_of.of(injections)
     after = now
     if boost_reads_room:
         for key in ("requests.cpu", "limits.cpu"):
@@ -153,10 +155,16 @@ def quota_pod(
     )
 
 
-def charges(created: Mapping[str, Any], quotas: Sequence[Quota]) -> dict[str, dict[str, Decimal]]:
-    """What `created` (the Pod as it will be) counts against each quota that counts it."""
+def charges(
+    created: Mapping[str, Any],
+    quotas: Sequence[Quota],
+    *,
+    used: Callable[[], Mapping[str, Decimal]] | None = None,
+) -> dict[str, dict[str, Decimal]]:
+    """What `created` (the Pod as it will be) counts against each quota that counts it; `used`: where
+    its totals are known already (asked only when a quota counts the Pod)."""
     counting = [q for q in quotas if applies(q, created)]
     if not counting:
         return {}
-    used = totals(created)
-    return {q.name: {key: used.get(key, Decimal(0)) for key in q.hard} for q in counting}
+    amounts = totals(created) if used is None else used()
+    return {q.name: {key: amounts.get(key, Decimal(0)) for key in q.hard} for q in counting}

@@ -1,4 +1,5 @@
-"""Nodes and ResourceQuotas in the files handed to the preview and the report: node fit and quota offline.
+"""Nodes, DaemonSets and ResourceQuotas in the files handed to the preview and the report: node fit and
+quota offline.
 
 A platform team previews a chart against the cluster it targets by adding that cluster's Nodes
 (`kubectl get nodes -o yaml`) and the namespace's ResourceQuotas to the input; the preview then caps
@@ -7,6 +8,9 @@ in files are added to those the snapshot knows (from `--cluster`, or none); quot
 namespace the Pods would (`-n`, else their own, else `default`), a file's quota replacing the
 cluster's of the same name. A `List` (what `kubectl get -o yaml` writes) is read item by item by
 the caller. The offline path has no ledger: each Pod is decided against `status.used` as given.
+DaemonSets in the input (a manifest set often ships some) are subtracted from the nodes as the server
+subtracts the cluster's (`webhook.core.daemonsets`), a file's replacing the cluster's of the same name;
+a DaemonSet's own Pods get their share back, as on the server.
 """
 
 from __future__ import annotations
@@ -15,39 +19,49 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from webhook.core.nodefit import NodeShape, index_nodes, parse_node
+from webhook.core.daemonsets import DaemonSetShare, index_with_daemonsets, members, parse_daemonset
+from webhook.core.nodefit import NodeShape, parse_node
 from webhook.core.quota import Quota, parse_quota
 from webhook.core.snapshot import ClusterSnapshot
 
 __all__ = ["KINDS", "with_manifest_nodes_and_quotas"]
 
-KINDS = ("Node", "ResourceQuota")
+KINDS = ("Node", "ResourceQuota", "DaemonSet")
 
 
 def with_manifest_nodes_and_quotas(
     cluster: ClusterSnapshot, documents: Iterable[Mapping[str, Any]], *, namespace: str | None
 ) -> ClusterSnapshot:
-    """`cluster` with the Nodes and ResourceQuotas found in `documents` added; unchanged without any."""
+    """`cluster` with the Nodes, DaemonSets and ResourceQuotas found in `documents` added; unchanged
+    without any."""
     nodes: list[NodeShape | str] = []
+    daemonsets: dict[str, DaemonSetShare] = {}
     quotas: dict[str, dict[str, Quota]] = {}
     for document in documents:
         kind = document.get("kind")
         if kind == "Node":
             nodes.append(parse_node(document))
+        elif kind == "DaemonSet":
+            document = _in_namespace(document, namespace)
+            share = parse_daemonset(document)
+            if isinstance(share, DaemonSetShare):
+                daemonsets[share.key] = share
         elif kind == "ResourceQuota":
             found = parse_quota(document)
             where = namespace or str((document.get("metadata") or {}).get("namespace") or "default")
             quotas.setdefault(where, {})[found.name] = found
-    if not nodes and not quotas:
+    if not nodes and not quotas and not (daemonsets and cluster.nodes is not None):
         return cluster
     changes: dict[str, Any] = {}
-    if nodes:
-        known: list[NodeShape | str] = [
-            member for group in (cluster.nodes.groups if cluster.nodes else ()) for member in group.members
-        ]
+    if nodes or (daemonsets and cluster.nodes is not None):
+        known = members(cluster.nodes) if cluster.nodes else []
         named = {shape.name for shape in nodes if isinstance(shape, NodeShape)}
-        kept = [shape for shape in known if isinstance(shape, NodeShape) and shape.name not in named]
-        changes["nodes"] = index_nodes([*kept, *nodes])
+        kept: list[NodeShape | str] = [shape for shape in known if shape.name not in named]
+        shares = None
+        if daemonsets or (cluster.nodes is not None and cluster.nodes.daemonsets is not None):
+            shares = [*((cluster.nodes.daemonsets or {}) if cluster.nodes else {}).values()]
+            shares = [share for share in shares if share.key not in daemonsets] + list(daemonsets.values())
+        changes["nodes"] = index_with_daemonsets([*kept, *nodes], shares)
     if quotas:
         merged = dict(cluster.quotas)
         for where, by_name in quotas.items():
@@ -55,3 +69,10 @@ def with_manifest_nodes_and_quotas(
             merged[where] = tuple(mine[name] for name in sorted(mine))
         changes["quotas"] = merged
     return dataclasses.replace(cluster, **changes)
+
+
+def _in_namespace(document: Mapping[str, Any], namespace: str | None) -> Mapping[str, Any]:
+    """The DaemonSet where its Pods would run: `-n`, else its own namespace."""
+    if not namespace:
+        return document
+    return {**document, "metadata": {**(document.get("metadata") or {}), "namespace": namespace}}

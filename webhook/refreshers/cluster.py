@@ -23,7 +23,7 @@ from kubernetes import client
 from webhook.cluster import metrics
 from webhook.cluster.config import SERVICE_ACCOUNT_DIR, ClusterConfig, discover
 from webhook.cluster.policy_source import PolicySource
-from webhook.cluster.resources import NODES, RESOURCEQUOTAS, WatchSpec, watch_specs
+from webhook.cluster.resources import DAEMONSETS, NODES, RESOURCEQUOTAS, WatchSpec, watch_specs
 from webhook.cluster.snapshot import ParseCache, build_snapshot
 from webhook.cluster.watch import Watched
 from webhook.config.policies import bundled_policies, load_policy_file
@@ -210,13 +210,18 @@ class ClusterRefresher:
 
     def _note_forbidden(self, state: State) -> None:
         """Collections a feature can do without, that the API server forbids: said in /readyz notes."""
-        for name, feature in ((NODES, "node fit"), (RESOURCEQUOTAS, "quota")):
+        off = {
+            NODES: "node fit is off, Pods sized as before",
+            RESOURCEQUOTAS: "quota is off, Pods sized as before",
+            DAEMONSETS: "node fit counts whole nodes, DaemonSets not subtracted",
+        }
+        for name, outcome in off.items():
             watched = self._watched.get(name)
             if watched is None:
                 continue
             metrics.CLUSTER_FACTS_KNOWN.labels(name).set(0 if watched.forbidden else 1)
             if watched.forbidden:
-                state.notes[name] = f"{name} may not be listed (403): {feature} is off, Pods sized as before"
+                state.notes[name] = f"{name} may not be listed (403): {outcome}"
             else:
                 state.notes.pop(name, None)
 

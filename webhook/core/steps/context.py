@@ -14,6 +14,7 @@ from decimal import Decimal
 from typing import Any, NamedTuple
 
 from webhook.core.autoscalers import Autoscalers
+from webhook.core.caps import CreatedTotals
 from webhook.core.classes import WorkloadClass
 from webhook.core.decision import Cap, Injection, Note
 from webhook.core.facts import ClusterFacts
@@ -78,6 +79,14 @@ class Context:
     room: dict[str, tuple[Decimal, str]] = field(default_factory=dict)
     boosted: list[Injection] = field(default_factory=list)  # the boosted cpu values, as requests/limits
     room_reading: RoomReading | None = None  # how the quota step read its quotas' room (None: not at all)
+    # The Pod's totals as created, per set of injected values (node fit, quota and the charges share them).
+    created_totals: CreatedTotals | None = None
+
+    def totals_of(self) -> CreatedTotals:
+        """The decision's `CreatedTotals` (made on first use)."""
+        if self.created_totals is None:
+            self.created_totals = CreatedTotals(self.pod)
+        return self.created_totals
 
     @property
     def targeted(self) -> frozenset[int | str]:

@@ -17,7 +17,8 @@ __all__ = ["STEP"]
 def _run(ctx: Context) -> None:
     if "resources" not in ctx.features:
         return
-    outcome = fit_pod(ctx.pod, policy=ctx.policy, facts=ctx.facts, injections=ctx.injections, patch=ctx.patch)
+    outcome = fit_pod(ctx.pod, policy=ctx.policy, facts=ctx.facts, injections=ctx.injections, patch=ctx.patch,
+                      workload=ctx.workload, created=ctx.totals_of())
     ctx.caps += outcome.caps
     ctx.warnings += [cap.describe() for cap in outcome.caps]
     ctx.warnings += outcome.warnings

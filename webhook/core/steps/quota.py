@@ -21,6 +21,7 @@ def _run(ctx: Context) -> None:
     outcome = quota_pod(
         ctx.pod, policy=ctx.policy, facts=ctx.facts, sizeable=ctx.sizeable, injections=ctx.injections,
         patch=ctx.patch, boost_reads_room=ctx.policy.startup_boost.enabled and ctx.serving_pod,
+        totals_of=ctx.totals_of(),
     )
     ctx.room_reading = outcome.reading
     ctx.caps += outcome.caps
