@@ -323,6 +323,7 @@ class FakeKube:
         self._webhooks: list[MutatingWebhook] = []
         self._server: ThreadingHTTPServer | None = None
         self._paused: list[_Event] | None = None  # events held back from the watches (see `lagging`)
+        self.forbidden: set[str] = set()  # plurals the client may not list or watch (see `forbid`)
         self._schemas: dict[tuple[str, str], Obj] = {}  # (prefix, plural) -> a CRD's openAPIV3Schema
         self._validators: dict[tuple[str, str], Any] = {}  # made from the schemas when first needed
         # (prefix, plural, namespace, name) -> field path -> (manager, operation): server-side apply's
@@ -434,6 +435,14 @@ class FakeKube:
         """Answer `/version` as a `major.minor.patch` API server does."""
         self.version = {**self.version, "major": str(major), "minor": str(minor),
                         "gitVersion": f"v{major}.{minor}.{patch}"}
+
+    def forbid(self, plural: str, *, allowed: bool = False) -> None:
+        """Lists and watches of `plural` answer 403 as for a ServiceAccount without RBAC for it
+        (`allowed=True` grants it again, as a ClusterRole applied later does)."""
+        if allowed:
+            self.forbidden.discard(plural)
+        else:
+            self.forbidden.add(plural)
 
     @contextlib.contextmanager
     def lagging(self) -> Iterator[None]:
@@ -1054,7 +1063,17 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._send_json(200, found)
             return
-        if query.get("watch", ["false"])[0] in ("1", "true"):
+        verb = "watch" if query.get("watch", ["false"])[0] in ("1", "true") else "list"
+        if resource.plural in self.fake.forbidden:
+            group = resource.api_version.rpartition("/")[0]
+            qualified = f"{resource.plural}.{group}" if group else resource.plural
+            scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
+            who = "system:serviceaccount:pod-tailor:pod-tailor"
+            self._error(403, "Forbidden", f'{qualified} is forbidden: User "{who}" cannot {verb} resource '
+                        f'"{resource.plural}" in API group "{group}" {scope}',
+                        kind=resource.plural, group=group)  # fmt: skip
+            return
+        if verb == "watch":
             self._watch(resource, namespace, query)
         else:
             self._list_response(resource, namespace, query)

@@ -14,9 +14,12 @@ import pytest
 from kubefake import FakeKube
 from prometheus_client import REGISTRY
 
+from tests.fit.kit import daemonset, node
 from webhook.cluster.resources import watch_specs
 from webhook.config.settings import Settings
+from webhook.core.daemonsets import members
 from webhook.core.namespace import Mode
+from webhook.core.nodefit import NodeIndex
 from webhook.refreshers.cluster import ClusterRefresher
 from webhook.refreshers.state import State
 
@@ -380,3 +383,28 @@ class TestSnapshotAge:
         wait_until(lambda: state.ages()["cluster"] > 2.5, what="age growing", timeout=6)
         assert state.cluster.taken_at == taken
         assert not state.pending  # the last snapshot keeps serving
+
+
+class TestDaemonSetsNotReadable:
+    def test_daemonsets_that_may_not_be_listed_leave_nodes_whole_say_so_and_count_once_granted(
+        self, kube: FakeKube, start: Start, state: State
+    ) -> None:
+        kube.put(namespace("shop"))
+        kube.put(node("small-1", cpu="1930m"))
+        kube.put(daemonset("agent", cpu="400m"))
+        kube.forbid("daemonsets")
+        start(resync_seconds=1)
+        wait_until(lambda: synced(state) and "daemonsets" in state.notes, what="first sync, forbidden")
+        assert state.notes["daemonsets"] == (
+            "daemonsets may not be listed (403): node fit counts whole nodes, DaemonSets not subtracted"
+        )
+        assert REGISTRY.get_sample_value("pod_tailor_cluster_facts_known", {"resource": "daemonsets"}) == 0
+        nodes = state.cluster.nodes
+        assert nodes is not None
+        assert nodes.daemonsets is None
+        assert [(m.name, m.cpu) for m in members(nodes)] == [("small-1", Decimal("1.93"))]
+        kube.forbid("daemonsets", allowed=True)  # a ClusterRole granting it, applied later
+        wait_until(lambda: "daemonsets" not in state.notes, what="DaemonSets listed once granted")
+        wait_until(lambda: [m.cpu for m in members(state.cluster.nodes or NodeIndex())] == [Decimal("1.53")],
+                   what="the DaemonSet subtracted")  # fmt: skip
+        assert REGISTRY.get_sample_value("pod_tailor_cluster_facts_known", {"resource": "daemonsets"}) == 1

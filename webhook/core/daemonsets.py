@@ -79,38 +79,35 @@ def parse_daemonset(obj: Mapping[str, Any]) -> DaemonSetShare | str:
     )
 
 
-def _lands(share: DaemonSetShare, node: NodeShape, seen: dict[Hashable, bool]) -> bool:
-    """`allows`, remembered by what of the node it reads (a thousand nodes are a few pools)."""
-    where = share.where
-    key = (
-        share.key,
-        tuple(node.labels.get(k) for k in sorted(where.keys())),
-        node.labels.get(_OS),
-        node.taints,
-        node.name if where.by_field else "",
-    )
-    found = seen.get(key)
-    if found is None:
-        found = seen[key] = allows(where, node.labels, node.taints, name=node.name)
-    return found
-
-
 def subtract(nodes: Sequence[NodeShape | str], daemonsets: Sequence[DaemonSetShare]) -> list[NodeShape | str]:
-    """Each node with the DaemonSets that land on it subtracted: room = allocatable - their requests, >= 0."""
-    seen: dict[Hashable, bool] = {}
+    """Each node with the DaemonSets that land on it subtracted: room = allocatable - their requests, >= 0.
+
+    Which DaemonSets land is found once per distinct "what `allows` reads" of a node (the labels their
+    placements name, the OS label, the taints; the name only for matchFields): a thousand nodes are a
+    few pools, so a rebuild matches a few dozen nodes, not every node against every DaemonSet.
+    """
+    read = tuple(sorted(set().union(*(share.where.keys() for share in daemonsets)) | {_OS}))
+    by_name = any(share.where.by_field for share in daemonsets)
+    found: dict[Hashable, tuple[tuple[str, ...], Decimal, Decimal]] = {}
     out: list[NodeShape | str] = []
     for node in nodes:
         if not isinstance(node, NodeShape):
             out.append(node)
             continue
+        signature = (tuple(node.labels.get(k) for k in read), node.taints, node.name if by_name else "")
+        landing = found.get(signature)
+        if landing is None:
+            shares = [s for s in daemonsets if allows(s.where, node.labels, node.taints, name=node.name)]
+            landing = found[signature] = (
+                tuple(share.key for share in shares),
+                sum((share.cpu for share in shares), _ZERO),
+                sum((share.memory for share in shares), _ZERO),
+            )
+        keys, taken_cpu, taken_memory = landing
         cpu, memory = node.allocatable or (node.cpu, node.memory)
-        landing = [share for share in daemonsets if _lands(share, node, seen)]
-        taken_cpu = sum((share.cpu for share in landing), _ZERO)
-        taken_memory = sum((share.memory for share in landing), _ZERO)
         out.append(replace(
             node, cpu=max(cpu - taken_cpu, _ZERO), memory=max(memory - taken_memory, _ZERO),
-            allocatable=(cpu, memory), taken=(taken_cpu, taken_memory),
-            daemonsets=tuple(share.key for share in landing),
+            allocatable=(cpu, memory), taken=(taken_cpu, taken_memory), daemonsets=keys,
         ))
     return out
 
@@ -185,8 +182,9 @@ def _describe(index: NodeIndex, shape: tuple[Decimal, Decimal], resource: str, c
         if _room(node, share) != shape or node.allocatable is None or node.taken is None:
             continue
         others = [key for key in node.daemonsets if share is None or key != share.key]
-        taken = node.taken[column] - (share.cpu, share.memory)[column] if share and len(others) < len(
-            node.daemonsets) else node.taken[column]
+        taken = node.taken[column]
+        if share is not None and len(others) < len(node.daemonsets):  # its own share given back
+            taken -= (share.cpu, share.memory)[column]
         if not others or not taken:
             break
         plural = "DaemonSet" if len(others) == 1 else "DaemonSets"
