@@ -164,7 +164,7 @@ def describe(index: NodeIndex, shape: tuple[Decimal, Decimal], resource: str, *,
              share: DaemonSetShare | None = None) -> str:
     """`has 1.93 allocatable, 0.4 of it taken by 3 DaemonSets` for the node whose room is `shape`."""
     column = 0 if resource == "cpu" else 1
-    for node in members(index):
+    for node in members(index) if index.daemonsets else ():  # a scan, on a cap only
         if _room(node, share) != shape or node.allocatable is None or node.taken is None:
             continue
         others = [key for key in node.daemonsets if share is None or key != share.key]
