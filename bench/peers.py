@@ -110,11 +110,15 @@ class Sampler(threading.Thread):
         self.pid, self.every = pid, every
         self.start_mib = rss_anon(pid)
         self.peak = self.start_mib
+        self.peak_at = 0.0  # seconds after the start
+        self.began = time.monotonic()
         self.stopped = threading.Event()
 
     def run(self) -> None:
         while not self.stopped.wait(self.every):
-            self.peak = max(self.peak, rss_anon(self.pid))
+            now = rss_anon(self.pid)
+            if now > self.peak:
+                self.peak, self.peak_at = now, time.monotonic() - self.began
 
     def stop(self) -> float:
         self.stopped.set()
@@ -143,6 +147,8 @@ class Run:
     heap_peak: float  # Prometheus RssAnon peak, MiB
     heap_start: float
     output: str
+    peak_at: float = 0.0  # seconds into the run
+    peak_during: str = ""  # the reader's last line of output before the peak
 
 
 def measured(name: str, data: Path, command: list[str], env: dict[str, str]) -> Run:
@@ -154,19 +160,22 @@ def measured(name: str, data: Path, command: list[str], env: dict[str, str]) -> 
         before = answered(server.url)
         sampler = Sampler(server.process.pid)
         sampler.start()
-        with tempfile.TemporaryFile("w+") as log:
-            started = time.monotonic()
-            child = subprocess.Popen([part.replace("{url}", server.url) for part in command], stdout=log,
-                                     stderr=subprocess.STDOUT, env=env)
-            _, status, usage = os.wait4(child.pid, 0)
-            wall = time.monotonic() - started
-            peak = sampler.stop()
-            log.seek(0)
-            output = log.read()
+        started = time.monotonic()
+        child = subprocess.Popen([part.replace("{url}", server.url) for part in command],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True)
+        lines: list[tuple[float, str]] = []  # each output line and when it came: what ran at the peak
+        assert child.stdout is not None
+        for line in child.stdout:
+            lines.append((time.monotonic() - sampler.began, line))
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.monotonic() - started
+        peak = sampler.stop()
+        output = "".join(line for _, line in lines)
+        during = [line.strip() for at, line in lines if at <= sampler.peak_at][-1:] or ["(before any output)"]
         if os.waitstatus_to_exitcode(status) != 0:
             raise SystemExit(f"{name} failed:\n{output[-4000:]}")
         return Run(name, wall, usage.ru_utime + usage.ru_stime, answered(server.url) - before - 0, peak,
-                   sampler.start_mib, output)
+                   sampler.start_mib, output, sampler.peak_at, during[0])
     finally:
         server.stop()
 
@@ -319,6 +328,8 @@ def main() -> int:
     for run in runs:
         print(f"  {run.name:18} {run.wall:7.1f} {run.cpu:7.1f} {run.queries:8d} "
               f"{run.heap_peak:14.0f} (from {run.heap_start:.0f})")
+    for run in runs:
+        print(f"  {run.name}: heap peak at {run.peak_at:.1f} s, after: {run.peak_during[:110]}")
     found = {run.name: run for run in runs}
     if len(found) == 2:
         ours, theirs = found["pod-tailor build"], found["KRR simple"]
@@ -327,7 +338,8 @@ def main() -> int:
               "(goal >= 3)")
     for run in runs:
         tail = [line for line in run.output.splitlines()
-                if any(word in line for word in ("exact CPU", "reading at", "big passes", "series values"))]
+                if any(word in line for word in ("exact CPU", "reading at", "big passes", "series values",
+                                                 "summaries"))]
         for line in tail:
             print(f"  {run.name}: {line.strip()}")
     if store.exists():

@@ -13,8 +13,14 @@ from hypothesis import strategies as st
 from tests.fit.kit import daemonset, node, taint
 from tests.fit.test_offline import POLICIES, _lines, _review, server_says
 from webhook.cluster.resources import daemonset_essentials
-from webhook.core.daemonsets import DaemonSetShare, index_with_daemonsets, members, parse_daemonset
-from webhook.core.nodefit import NodeShape, allows, parse_node
+from webhook.core.daemonsets import (
+    DaemonSetShare,
+    index_with_daemonsets,
+    members,
+    parse_daemonset,
+    rooms,
+)
+from webhook.core.nodefit import NodeShape, Placement, allows, parse_node
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
 from webhook.offline.preview import run_preview
 
@@ -62,6 +68,16 @@ def test_a_nodes_room_is_its_allocatable_less_every_daemonset_that_lands_on_it_n
         assert member.cpu >= 0
         assert member.memory >= 0
         assert set(member.daemonsets) == {s.key for s in landing}
+        # A DaemonSet's own Pod (pinned to the node by matchFields, as the controller pins it): every
+        # share there but its own is taken.
+        by_name = (((), (("metadata.name", "In", (member.name,)),)),)
+        pinned = Placement({}, by_name, ({"operator": "Exists"},), None)
+        for share in landing:
+            others = [s for s in landing if s is not share]
+            assert rooms(pinned, index, share) == [(
+                max(own.cpu - sum((s.cpu for s in others), Decimal(0)), Decimal(0)),
+                max(own.memory - sum((s.memory for s in others), Decimal(0)), Decimal(0)),
+            )]
 
 
 class TestWhereADaemonSetLands:

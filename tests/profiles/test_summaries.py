@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,10 +15,13 @@ from kubefake import FakeKube
 
 from webhook.cluster.config import discover
 from webhook.core.workload import WorkloadKey
+from webhook.profiles import queries
 from webhook.profiles.build import BuildResult, build_profiles
+from webhook.profiles.identity import Owners
 from webhook.profiles.kubestore import KubeStore
 from webhook.profiles.prometheus import Prometheus
 from webhook.profiles.store import ProfileDocument, WorkloadEntry, decode_document, encode_document
+from webhook.profiles.summarize import summarize
 from webhook.profiles.summary import QUANTILES, UsageSummary
 
 MIB = 2**20
@@ -120,3 +125,46 @@ class TestTheStore:
             assert configmap is not None
             assert len(json.dumps(configmap)) < 300 * 1024
             assert len(store.read().workloads) == 50
+
+
+class TestTheBudget:
+    @pytest.mark.parametrize(("hourly", "budget", "asked"), [
+        (0.0, 0, 2 * 2 + 5),  # unknown: a day's first piece of 6 hours, then the rest of it in one
+        (1_000.0, 8_000, 7 * 6),  # two in flight, four hours each under half the budget: six a day
+        (1_000.0, 1_000, 7 * 24),  # not even an hour under half of it: an hour at a time
+    ])
+    def test_each_piece_reads_at_most_the_queries_budget_of_raw_samples_and_answers_the_same(
+        self, history: History, hourly: float, budget: int, asked: int
+    ) -> None:
+        prom = Prometheus(history.prometheus.url)
+        try:
+            owners = Owners.from_samples(prom.instant(queries.owners_query(("shop",), span=14 * 86_400),
+                                                      at=scenarios.END))
+            whole = summarize(prom, namespaces=("shop",), rate_window=600, recorded=None, owners=owners,
+                              end=scenarios.END, days=7, progress=lambda _: None, interval=300.0)
+            before = prom.queries
+            pieces = summarize(prom, namespaces=("shop",), rate_window=600, recorded=None, owners=owners,
+                               end=scenarios.END, days=7, progress=lambda _: None, interval=300.0,
+                               hourly=hourly, budget=budget)
+            assert prom.queries - before == asked
+            # Equal to the float, but for the order Prometheus averages the Pods in (a hash map's).
+            mine, theirs = _flat(pieces), _flat(whole)
+            assert mine.keys() == theirs.keys()
+            assert {k: v for k, v in mine.items() if isinstance(v, str)} == {
+                k: v for k, v in theirs.items() if isinstance(v, str)}
+            numbers = [k for k, v in theirs.items() if not isinstance(v, str)]
+            assert [mine[k] for k in numbers] == pytest.approx([theirs[k] for k in numbers], rel=1e-12,
+                                                               nan_ok=True)
+        finally:
+            prom.close()
+
+
+def _flat(found: object, path: str = "") -> dict[str, object]:
+    """Every number and word of the summaries by its path (an hour without data: NaN)."""
+    if dataclasses.is_dataclass(found) and not isinstance(found, type):
+        found = dataclasses.asdict(found)
+    if isinstance(found, dict):
+        return {k: v for key, value in found.items() for k, v in _flat(value, f"{path}/{key}").items()}
+    if isinstance(found, list | tuple):
+        return {k: v for n, value in enumerate(found) for k, v in _flat(value, f"{path}[{n}]").items()}
+    return {path: math.nan if found is None else found}

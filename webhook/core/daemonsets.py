@@ -162,8 +162,22 @@ def _room(node: NodeShape, share: DaemonSetShare | None) -> tuple[Decimal, Decim
 
 def describe(index: NodeIndex, shape: tuple[Decimal, Decimal], resource: str, *,
              share: DaemonSetShare | None = None) -> str:
-    """`has 1.93 allocatable, 0.4 of it taken by 3 DaemonSets` for the node whose room is `shape`."""
+    """`has 1.93 allocatable, 0.4 of it taken by 3 DaemonSets` for the node whose room is `shape`.
+
+    Remembered per index (`NodeIndex.described`): the scan is over every node, on the admission path.
+    """
     column = 0 if resource == "cpu" else 1
+    if not index.daemonsets:  # none subtracted: no node has any taken
+        return f"has {render(resource, shape[column])} allocatable"
+    key = (shape, resource, share.key if share is not None else None)
+    found = index.described.get(key)
+    if found is None:
+        found = index.described[key] = _describe(index, shape, resource, column, share=share)
+    return found
+
+
+def _describe(index: NodeIndex, shape: tuple[Decimal, Decimal], resource: str, column: int, *,
+              share: DaemonSetShare | None) -> str:
     for node in members(index):
         if _room(node, share) != shape or node.allocatable is None or node.taken is None:
             continue

@@ -137,6 +137,8 @@ class NodeIndex:
     memo: dict[Hashable, tuple[tuple[Decimal, Decimal], ...]] = field(
         default_factory=dict, compare=False, repr=False
     )
+    # What `webhook.core.daemonsets.describe` said per room, resource and DaemonSet (a scan of the nodes).
+    described: dict[Hashable, str] = field(default_factory=dict, compare=False, repr=False)
 
 
 def index_nodes(nodes: Sequence[NodeShape | str]) -> NodeIndex:

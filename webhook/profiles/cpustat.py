@@ -98,9 +98,10 @@ def exact_cpu(
                 life = sum(part.last - part.first for part in each[sid]) + 2 * interval
                 lives[sid] = min(window, life)
     step = queries.duration(settings.step)
+    # Two batches in flight: together under one query's budget (at 60 s, 500 k-point batches made the peak).
     outcome = top_fetch(
         prom, pools, q=q, window=(end - window, end), step=step, rate_window=rate_window,
-        recorded=settings.cpu_rate_metric, budget=settings.max_samples, interval=interval, lives=lives,
+        recorded=settings.cpu_rate_metric, budget=settings.max_samples // 2, interval=interval, lives=lives,
         neighbours=by_pod(list(stats)), max_query_bytes=settings.max_query_bytes, pool_executor=pool,
         progress=progress,
     )

@@ -126,6 +126,8 @@ def summarize(
     progress: Callable[[str], None],
     checkpoint: Checkpoint | None = None,
     interval: float = _FINE,
+    hourly: float = 0.0,
+    budget: int = 0,
 ) -> dict[WorkloadKey, dict[str, UsageSummary]]:
     """Summaries by workload and container from the last `days` (a range query a day for a small fleet,
     up to four for a large one); a query
@@ -133,7 +135,10 @@ def summarize(
 
     With a `checkpoint` the days are UTC days (and the partial ones at the edges): the whole days it
     kept are not asked again, and the whole days asked are kept. `interval`: seconds between samples
-    (the pieces' length is bounded by the raw samples they read)."""
+    (the pieces' length is bounded by the raw samples they read). `hourly`: raw samples an hour of every
+    series a query reads (its CPU and memory series), `budget`: raw samples one query may read (the
+    build's per-query budget); a piece is the whole hours under half of it (two are asked at a time),
+    at least one (0: unknown)."""
     query = queries.usage_by_controller(namespaces, rate_window=rate_window, recorded=recorded)
     usage: defaultdict[tuple[WorkloadKey, str, str], _Usage] = defaultdict(_Usage)
     last = end - end % HOUR
@@ -147,6 +152,8 @@ def summarize(
 
     widest = [0]  # the most series an answer held so far (the pieces are sized by it)
     longest = int(min(DAY, max(_PIECE, _PIECE * interval / _FINE))) // HOUR * HOUR
+    if hourly > 0 and budget > 0:  # two in flight at a time: together under one query's budget
+        longest = min(longest, max(1, int(budget / 2 // hourly)) * HOUR)
 
     def asked(bounds: tuple[float, float]) -> _Day:
         """The hourly values in (lo, hi], asked a few hours at a time; kept when a whole UTC day."""
@@ -154,7 +161,8 @@ def summarize(
         day: _Day = {}
         start = int(lo)
         while start < hi:
-            piece = max(HOUR, min(longest, _POINTS // widest[0] * HOUR)) if widest[0] else _PIECE
+            first = min(_PIECE, longest)
+            piece = max(HOUR, min(longest, _POINTS // widest[0] * HOUR)) if widest[0] else first
             answer = prom.range(query, start=start + HOUR, end=min(hi, start + piece), step=HOUR)
             widest[0] = max(widest[0], len(answer))
             for series in answer:
