@@ -21,7 +21,7 @@ from webhook.core.caps import CreatedTotals, lower
 from webhook.core.daemonsets import describe, owner, rooms
 from webhook.core.decision import Cap, Injection
 from webhook.core.facts import ClusterFacts
-from webhook.core.nodefit import matching_shapes, placement
+from webhook.core.nodefit import placement, pod_shapes
 from webhook.core.patch import PatchBuilder
 from webhook.core.quantity import render
 from webhook.core.workload import WorkloadKey
@@ -79,9 +79,8 @@ def fit_pod(
     rules = policy.fit
     if not rules.enabled or facts.nodes is None:
         return FitOutcome()
-    where = placement(pod)
     own = owner(workload, facts.nodes)  # a DaemonSet's own Pod: its share back
-    shapes = matching_shapes(where, facts.nodes) if own is None else rooms(where, facts.nodes, own)
+    shapes = pod_shapes(pod, facts.nodes) if own is None else rooms(placement(pod), facts.nodes, own)
     what = "largest node that fits the Pod's selector"
     warnings: list[str] = []
     if rules.max_node_cpu is not None and rules.max_node_memory is not None:
