@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "profiles"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests package, which kubefake imports
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/profiles.py before tests/profiles/
 
