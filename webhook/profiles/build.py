@@ -335,7 +335,7 @@ def _build(
         drawn_f = drawing.submit(
             summarize, prom, namespaces=ns, rate_window=rate, recorded=settings.cpu_rate_metric,
             owners=owners, end=end, days=settings.summary_days, progress=progress, checkpoint=working,
-            interval=interval, hourly=2 * _total(scrape.live) * 3600 / interval, budget=settings.max_samples,
+            interval=interval, series=_total(scrape.live), budget=settings.max_samples,
         ) if settings.summary_days > 0 else None
         progress(f"  owners: {len(owners.pods)} pods known to kube-state-metrics")
         seen = seen_without_start(prom, settings, found, end=end)
