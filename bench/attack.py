@@ -38,20 +38,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from attackkit import HOST, Client, RssSampler, Server, cpu_of, rss_mb, serving
 from attackscenarios import badstate
 
-from tests.shared import SAMPLE_REVIEW, review_files
+from tests.reviews import review_for
+from tests.shared import review_files
 
 PROBE_PATH = "pod-tailor.io/probe-path"
 
 
 def review(uid: str, *, annotations: dict[str, str] | None = None, name: str | None = None) -> bytes:
     """The sample review (a Deployment Pod) with its own uid, compact as the API server writes it."""
-    document: dict[str, Any] = orjson.loads(SAMPLE_REVIEW.read_bytes())
-    document["request"]["uid"] = uid
-    metadata = document["request"]["object"]["metadata"]
-    metadata.setdefault("annotations", {}).update(annotations or {})
-    if name:
-        metadata["name"] = name
-    return orjson.dumps(document)
+    return orjson.dumps(review_for(uid=uid, annotations=annotations, name=name))
 
 
 def percentile(values: list[float], q: float) -> float:

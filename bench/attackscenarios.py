@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from attackkit import Client, Server, serving
 from kubefake import FakeKube
 
-from tests.shared import SAMPLE_REVIEW
+from tests.reviews import review_for
 from webhook.core.profile import Evidence, Recommendation
 from webhook.core.workload import WorkloadKey
 from webhook.profiles.store import ProfileDocument, WorkloadEntry, encode_document
@@ -47,8 +47,7 @@ def _look(server: Server) -> str:
     sources = ", ".join(
         f"{name} {'up' if entry['up'] else 'DOWN'}" for name, entry in details["sources"].items()
     )
-    answer = orjson.loads(SAMPLE_REVIEW.read_bytes())
-    found = _post(server, orjson.dumps(answer))
+    found = _post(server, orjson.dumps(review_for()))
     patch = orjson.loads(base64.b64decode(found["patch"])) if "patch" in found else []
     values = {op["path"].rsplit("/", 1)[-1]: op["value"] for op in patch}
     requests: dict[str, Any] = next((op["value"] for op in patch if op["path"].endswith("/requests")), {})

@@ -24,6 +24,7 @@ from webhook.config.settings import Settings
 from webhook.refreshers.cluster import ClusterRefresher
 from webhook.refreshers.state import State
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests package, which kubefake imports
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from kubefake import FakeKube
 

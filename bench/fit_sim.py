@@ -3,7 +3,9 @@
     .venv/bin/python bench/fit_sim.py [--pods 50000] [--seed 7]
 
 A modelled cluster of 1,019 nodes (general, memory and spot pools over three zones, GPU and system
-nodes tainted), 200 namespaces of which a third carry a ResourceQuota on requests (some on limits
+nodes tainted) running a dozen DaemonSets (CNI, kube-proxy, CSI, DNS cache, log shipper,
+node-exporter, security agent, tracing agent on untainted nodes, GPU device plugin and exporter,
+spot termination handler), 200 namespaces of which a third carry a ResourceQuota on requests (some on limits
 too), and 50,000 Pods created in bursts: ReplicaSets of 1-200 replicas, each burst decided against
 the quota status of before the burst (the watch lags the creates), the quota then charged Pod by Pod
 as the API server's quota admission does. Half the workloads state no requests (pod-tailor sizes them
@@ -13,11 +15,12 @@ Each Pod is replayed three ways, all through `webhook.admission.admit` with the 
   authored   the Pod as its author wrote it (no pod-tailor)
   no rules   pod-tailor with `fit.enabled: false` and `quota: {respect: false, supplyRequired: false}`
   rules      pod-tailor as shipped
-Printed per way: Pods pod-tailor made unschedulable (no node they may use holds their requests while
-the authored Pod fits one) or rejected (quota admission refuses them while the authored Pod, at that
-moment, would pass): the goal is 0 with the rules; Pods pod-tailor made admissible (the authored Pod
-is refused: no request or limit a quota requires); admission CPU per Pod with the rules over without
-them and over a snapshot without nodes and quotas (target within 10 %). Also the memory the node
+Printed per way: Pods pod-tailor made unschedulable (no node they may use holds their requests in the
+room its DaemonSets leave, while the authored Pod fits one) or rejected (quota admission refuses them
+while the authored Pod, at that moment, would pass): the goal is 0 with the rules; Pods pod-tailor
+made admissible (the authored Pod is refused: no request or limit a quota requires); admission CPU
+per Pod with the rules over without them and over a snapshot without nodes and quotas (target
+within 10 %). Also the memory the node
 watch keeps per 1,000 nodes.
 """
 
@@ -42,9 +45,10 @@ from kubernetes.utils import parse_quantity
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from tests.reviews import admission_review  # noqa: E402
 from webhook.admission import VerdictCache, admit, default_engine  # noqa: E402
 from webhook.admission.ledger import QuotaLedger  # noqa: E402
-from webhook.cluster.resources import node_essentials, quota_essentials  # noqa: E402
+from webhook.cluster.resources import daemonset_essentials, node_essentials, quota_essentials  # noqa: E402
 from webhook.cluster.snapshot import ParseCache, build_snapshot  # noqa: E402
 from webhook.config.policies import bundled_policies, load_policy_text  # noqa: E402
 from webhook.config.settings import Settings  # noqa: E402
@@ -113,6 +117,61 @@ def nodes() -> list[Obj]:
                     },
                 }
             )
+    return found
+
+
+ALL_TAINTS = ({"operator": "Exists"},)  # what node agents tolerate: every taint
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+SPOT_TOLERATION = {"key": "spot", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+# name, namespace, cpu, memory, placement (nodeSelector / affinity / tolerations), hostNetwork
+DAEMONSETS: tuple[tuple[str, str, str, str, Obj, bool], ...] = (
+    ("aws-node", "kube-system", "25m", "128Mi", {"tolerations": ALL_TAINTS}, True),
+    ("kube-proxy", "kube-system", "100m", "64Mi", {"tolerations": ALL_TAINTS}, True),
+    ("ebs-csi-node", "kube-system", "30m", "120Mi", {"tolerations": ALL_TAINTS}, False),
+    ("node-local-dns", "kube-system", "25m", "30Mi", {"tolerations": ALL_TAINTS}, True),
+    ("fluent-bit", "logging", "100m", "200Mi", {"tolerations": ALL_TAINTS}, False),
+    ("node-exporter", "monitoring", "50m", "64Mi",
+     {"tolerations": ALL_TAINTS, "nodeSelector": {"kubernetes.io/os": "linux"}}, True),
+    ("falco", "security", "100m", "512Mi", {"tolerations": ALL_TAINTS}, False),
+    ("otel-agent", "monitoring", "200m", "256Mi", {}, False),  # no tolerations: untainted nodes only
+    ("nvidia-device-plugin", "kube-system", "50m", "100Mi",
+     {"nodeSelector": {"pool": "gpu"}, "tolerations": (GPU_TOLERATION,)}, False),
+    ("dcgm-exporter", "monitoring", "100m", "512Mi",
+     {"nodeSelector": {"pool": "gpu"}, "tolerations": (GPU_TOLERATION,)}, False),
+    ("node-termination-handler", "kube-system", "50m", "64Mi", {
+        "tolerations": (SPOT_TOLERATION,),
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "pool", "operator": "In", "values": ["spot"]}]}]}}},
+    }, True),
+    ("kured", "kube-system", "10m", "32Mi", {"nodeSelector": {"kubernetes.io/os": "linux"}}, False),
+)  # fmt: skip
+
+
+def daemonsets() -> list[Obj]:
+    """The DaemonSets as `GET /apis/apps/v1/daemonsets` lists them (defaults filled in, status written)."""
+    found: list[Obj] = []
+    for name, namespace, cpu, memory, where, host_network in DAEMONSETS:
+        spec: Obj = {
+            "containers": [{
+                "name": name, "image": f"registry.example/{name}:v1", "imagePullPolicy": "IfNotPresent",
+                "resources": {"requests": {"cpu": cpu, "memory": memory}, "limits": {"memory": memory}},
+                "volumeMounts": [{"name": "host", "mountPath": "/host", "readOnly": True}],
+            }],
+            "volumes": [{"name": "host", "hostPath": {"path": "/", "type": ""}}],
+            "restartPolicy": "Always", "dnsPolicy": "ClusterFirst",
+            "priorityClassName": "system-node-critical",
+            **{key: [dict(t) for t in v] if key == "tolerations" else v for key, v in where.items()},
+        }
+        if host_network:
+            spec["hostNetwork"] = True
+        found.append({
+            "apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": name, "namespace": namespace, "resourceVersion": str(500 + len(found))},
+            "spec": {"selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}}, "spec": spec}},
+            "status": {"desiredNumberScheduled": 1019, "numberReady": 1019},
+        })
     return found
 
 
@@ -269,22 +328,8 @@ def pod_of(w: Workload, index: int, *, limit_ranged: bool) -> Obj:
 
 
 def review(pod: Obj, uid: int) -> bytes:
-    return orjson.dumps(
-        {
-            "apiVersion": "admission.k8s.io/v1",
-            "kind": "AdmissionReview",
-            "request": {
-                "uid": f"u-{uid}",
-                "kind": {"group": "", "version": "v1", "kind": "Pod"},
-                "resource": {"group": "", "version": "v1", "resource": "pods"},
-                "namespace": pod["metadata"]["namespace"],
-                "operation": "CREATE",
-                "object": pod,
-                "userInfo": {"username": "system:serviceaccount:kube-system:replicaset-controller"},
-                "dryRun": False,
-            },
-        }
-    )
+    """The Pod's CREATE as the API server sends it, serialised before the admission CPU is timed."""
+    return orjson.dumps(admission_review(pod, uid=f"u-{uid}"))
 
 
 def apply(pod: Obj, answer: bytes) -> Obj:
@@ -442,12 +487,26 @@ def main() -> None:
     )
     index_bytes = tracemalloc.get_traced_memory()[0] - kept_bytes
     tracemalloc.stop()
+    agents = [daemonset_essentials(d) for d in daemonsets()]
+    started = time.process_time()
+    base = build_snapshot(  # the rooms the DaemonSets leave: what the scheduler sees free
+        policies=bundled_policies(), settings=Settings(), objects={"nodes": kept, "daemonsets": agents},
+        server_version=(1, 33), taken_at=0.0, source="bench",
+    )
+    rebuilt = time.process_time() - started
     per_thousand = 1000 / len(raw_nodes) / 2**20  # bytes -> MiB per 1,000 nodes
     groups = len(base.nodes.groups) if base.nodes else 0
     print(
         f"nodes: {len(raw_nodes)} ({groups} groups); per 1,000 nodes: {kept_bytes * per_thousand:.2f} MiB "
         f"stored + {index_bytes * per_thousand:.2f} MiB index (the API's JSON of them: "
         f"{len(orjson.dumps(raw_nodes)) * per_thousand:.1f} MiB)"
+    )
+    members = [m for g in (base.nodes.groups if base.nodes else ()) for m in g.members]
+    taken = sorted({(m.taken or (Decimal(0), Decimal(0)))[0] for m in members})
+    print(
+        f"DaemonSets: {len(agents)}, subtracted from each node's allocatable (cpu taken per node: "
+        f"{', '.join(f'{t * 1000:.0f}m' for t in taken)}); snapshot with nodes and DaemonSets built in "
+        f"{rebuilt * 1000:.0f} ms"
     )
     fleet = workloads(rng, args.pods)
     quota_objects = quotas(rng, fleet)
@@ -477,7 +536,8 @@ def main() -> None:
         def build(quota_now: list[Obj], _version: int) -> ClusterSnapshot:
             objects: dict[str, list[Obj]] = {"limitranges": ranges}
             if facts:
-                objects |= {"nodes": kept, "resourcequotas": [quota_essentials(q) for q in quota_now]}
+                objects |= {"nodes": kept, "daemonsets": agents,
+                            "resourcequotas": [quota_essentials(q) for q in quota_now]}
             snapshot = build_snapshot(
                 policies=policies,
                 settings=Settings(),

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "profiles"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests package, which kubefake imports
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/profiles.py before tests/profiles/
 
@@ -55,6 +56,7 @@ from kubefake import FakeKube
 from peerdata import PeerHistory
 from profiles import DAY, backfill_by_day
 from promserver import PromServer
+from synthetic import quantile
 
 from webhook.profiles.exact import TOLERANCE
 
@@ -181,15 +183,6 @@ def measured(name: str, data: Path, command: list[str], env: dict[str, str]) -> 
 
 
 # --------------------------------------------------------------------------- the exact statistics
-
-
-def quantile(values: list[float], q: float) -> float:
-    """Prometheus' `quantile_over_time`: linear between closest ranks."""
-    ordered = sorted(values)
-    rank = q * (len(ordered) - 1)
-    lo = math.floor(rank)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (rank - lo)
 
 
 def rates(url: str, workloads: list[Any], *, end: float, window: int, step: int, rate_window: int,

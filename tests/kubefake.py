@@ -70,6 +70,8 @@ import jsonpatch
 import yaml
 from kubernetes.utils import parse_quantity as _parse_quantity
 
+from tests.reviews import ADMIN, KUBECTL_CREATE, Kind, admission_review
+
 __all__ = ["FakeKube", "MutatingWebhook", "Resource", "selector_matches", "status_object", "write_kubeconfig"]
 
 Obj = dict[str, Any]
@@ -215,27 +217,12 @@ class MutatingWebhook:
         group = (
             "" if resource.prefix == "/api/v1" else resource.prefix.removeprefix("/apis/").partition("/")[0]
         )
-        version = resource.api_version.rpartition("/")[2]
-        gvk = {"group": group, "version": version, "kind": resource.kind}
-        gvr = {"group": group, "version": version, "resource": resource.plural}
-        meta = obj.get("metadata") or {}
-        review = {
-            "kind": "AdmissionReview",
-            "apiVersion": "admission.k8s.io/v1",
-            "request": {
-                "uid": str(uuid.uuid4()),
-                "kind": gvk, "resource": gvr, "requestKind": gvk, "requestResource": gvr,
-                "name": "" if meta.get("generateName") else meta.get("name", ""),
-                "namespace": meta.get("namespace", ""),
-                "operation": "CREATE",
-                "userInfo": {"username": "kubernetes-admin", "groups": ["system:authenticated"]},
-                "object": obj,
-                "oldObject": None,
-                "dryRun": dry_run,
-                "options": {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1",
-                            **({"dryRun": ["All"]} if dry_run else {}), "fieldManager": "kubectl-create"},
-            },
-        }  # fmt: skip
+        kind = Kind(group, resource.api_version.rpartition("/")[2], resource.kind, resource.plural)
+        # The fake names a `generateName` object before admission; the API server names it after.
+        name = "" if (obj.get("metadata") or {}).get("generateName") else None
+        review = admission_review(
+            obj, kind=kind, name=name, dry_run=dry_run, user=ADMIN, options=KUBECTL_CREATE
+        )
         timeout = float(self.entry.get("timeoutSeconds", 10))
         context = ssl.create_default_context(cafile=self.ca_file)
         request = urllib.request.Request(

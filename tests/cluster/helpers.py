@@ -14,6 +14,10 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from webhook.config.settings import Settings
+from webhook.refreshers.cluster import ClusterRefresher
+from webhook.refreshers.state import State
+
 
 def wait_until(condition: Callable[[], object], *, timeout: float = 10.0, what: str = "condition") -> None:
     """Poll until `condition()` is truthy: the watches run in threads, so results arrive asynchronously."""
@@ -30,6 +34,19 @@ def namespace(name: str, mode: str | None = None) -> dict[str, object]:
     if mode is not None:
         metadata["labels"] = {"pod-tailor.io/mode": mode}
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata}
+
+
+@contextlib.contextmanager
+def refreshing(kubeconfig: Path, state: State, *, resync: float = 300) -> Iterator[ClusterRefresher]:
+    """A cluster refresher on the fake API server, synced once. A short `resync` asks for absent CRDs
+    that often (and rebuilds the snapshot that often while every watch is connected)."""
+    refresher = ClusterRefresher(Settings(kubeconfig=str(kubeconfig), resync_seconds=resync), env={})
+    refresher.start(state)
+    try:
+        wait_until(lambda: not state.pending, what="first sync")
+        yield refresher
+    finally:
+        refresher.stop()
 
 
 def free_port() -> int:

@@ -6,7 +6,6 @@ writes every 15 s (stored, but no rebuild), BOOKMARK, 410 Gone, and a VPA CRD in
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +24,7 @@ from webhook.core.snapshot import EMPTY_PROFILES
 from webhook.refreshers.cluster import ClusterRefresher
 from webhook.refreshers.state import State
 
-from .helpers import namespace, wait_until
+from .helpers import namespace, refreshing, wait_until
 
 WEB = ("Deployment", "web")
 
@@ -46,23 +45,10 @@ def state() -> State:
     return State()
 
 
-@contextlib.contextmanager
-def running(kubeconfig: Path, state: State, *, resync: float = 300) -> Iterator[ClusterRefresher]:
-    """A refresher on the fake, synced once. A short `resync` asks for absent CRDs that often (and
-    rebuilds the snapshot that often while every watch is connected)."""
-    refresher = ClusterRefresher(Settings(kubeconfig=str(kubeconfig), resync_seconds=resync), env={})
-    refresher.start(state)
-    try:
-        wait_until(lambda: not state.pending, what="first sync")
-        yield refresher
-    finally:
-        refresher.stop()
-
-
 @pytest.fixture
 def serving(kube: FakeKube, kubeconfig: Path, state: State) -> Iterator[ClusterRefresher]:
     kube.put(namespace("shop", mode="enforce"))
-    with running(kubeconfig, state) as refresher:
+    with refreshing(kubeconfig, state) as refresher:
         yield refresher
 
 
@@ -72,7 +58,7 @@ class TestHorizontalPodAutoscalers:
     ) -> None:
         kube.put(hpa(metrics=[utilization("cpu", 70)]))
         kube.put(hpa("api", target=("apps/v1", "Deployment", "api"), namespace="other"))
-        with running(kubeconfig, state):
+        with refreshing(kubeconfig, state):
             (found,) = around(state).hpas
             assert (found.name, found.min_replicas, found.max_replicas) == ("web", 2, 10)
             assert state.cluster.facts_for("other").autoscalers[("Deployment", "api")].hpas
@@ -134,7 +120,7 @@ class TestVerticalPodAutoscalers:
         self, kube: FakeKube, kubeconfig: Path, state: State
     ) -> None:
         kube.put(namespace("shop", mode="enforce"))
-        with running(kubeconfig, state, resync=1) as refresher:
+        with refreshing(kubeconfig, state, resync=1) as refresher:
             assert not refresher._watched["verticalpodautoscalers"].served
             kube.register(VPA_PREFIX, "verticalpodautoscalers", "VerticalPodAutoscaler")
             kube.put(vpa(mode="Initial"))
@@ -151,7 +137,7 @@ class TestVerticalPodAutoscalers:
     ) -> None:
         kube.register(VPA_PREFIX, "verticalpodautoscalers", "VerticalPodAutoscaler")
         kube.put(vpa())
-        with running(kubeconfig, state) as refresher:
+        with refreshing(kubeconfig, state) as refresher:
             kube.wait_for_watches(1, plural="verticalpodautoscalers")
             before = state.cluster
             changed = vpa()

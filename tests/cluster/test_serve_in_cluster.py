@@ -14,14 +14,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from kubefake import FakeKube
 
+from tests.reviews import review_for
 from webhook.server.selfsigned import write_certificates
 
 from .helpers import namespace, pod_tailor_serve, wait_until
 
-SAMPLE = Path(__file__).resolve().parents[2] / "webhook" / "data" / "sample-review.json"
 SERVICE_NAME = "pod-tailor.pod-tailor.svc"
 
 
@@ -43,13 +44,6 @@ def https(port: int, ca: Path, method: str, path: str, body: bytes = b"") -> tup
     status_line, _, rest = data.partition(b"\r\n")
     _, _, payload = rest.partition(b"\r\n\r\n")
     return int(status_line.split()[1]), json.loads(payload)
-
-
-def review(namespace: str) -> bytes:
-    document = json.loads(SAMPLE.read_text())
-    document["request"]["namespace"] = namespace
-    document["request"]["object"]["metadata"]["namespace"] = namespace
-    return json.dumps(document).encode()
 
 
 @pytest.fixture
@@ -82,8 +76,8 @@ def test_readyz_reports_the_cluster_sync_and_the_configmap_policy(served: tuple[
 def test_namespace_labels_from_the_watch_decide_dry_run_or_enforce(served: tuple[int, Path]) -> None:
     port, ca = served
     wait_until(lambda: https(port, ca, "GET", "/readyz")[0] == 200, what="ready")
-    _, dry = https(port, ca, "POST", "/mutate", review("shop"))
-    _, enforced = https(port, ca, "POST", "/mutate", review("prod"))
+    _, dry = https(port, ca, "POST", "/mutate", orjson.dumps(review_for(namespace="shop")))
+    _, enforced = https(port, ca, "POST", "/mutate", orjson.dumps(review_for(namespace="prod")))
     assert "patch" not in dry["response"]
     assert dry["response"]["warnings"]
     assert json.loads(base64.b64decode(enforced["response"]["patch"]))

@@ -6,21 +6,17 @@ update does not rebuild the snapshot; HTTPRoutes are picked up once their CRD is
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from pathlib import Path
 
 from kubefake import FakeKube
 
 from tests.engine.podkit import pod
 from tests.traffic.kit import GATEWAY_PREFIX, ingress, ingress_class, route, service
-from webhook.config.settings import Settings
 from webhook.core.engine import decide
 from webhook.core.snapshot import EMPTY_PROFILES
-from webhook.refreshers.cluster import ClusterRefresher
 from webhook.refreshers.state import State
 
-from .helpers import namespace, wait_until
+from .helpers import namespace, refreshing, wait_until
 
 WEB = {"app": "web", "pod-template-hash": "7d4b9c8f6d"}
 DELAY_30 = "deregistration_delay.timeout_seconds=30"
@@ -33,23 +29,12 @@ def pause(state: State) -> str:
     return found.describe()
 
 
-@contextlib.contextmanager
-def running(kubeconfig: Path, state: State, *, resync: float = 300) -> Iterator[ClusterRefresher]:
-    refresher = ClusterRefresher(Settings(kubeconfig=str(kubeconfig), resync_seconds=resync), env={})
-    refresher.start(state)
-    try:
-        wait_until(lambda: not state.pending, what="first sync")
-        yield refresher
-    finally:
-        refresher.stop()
-
-
 def test_a_service_added_changed_and_removed_while_serving_changes_the_next_decision(
     kube: FakeKube, kubeconfig: Path
 ) -> None:
     state = State()
     kube.put(namespace("shop", mode="enforce"))
-    with running(kubeconfig, state):
+    with refreshing(kubeconfig, state):
         kube.wait_for_watches(1, plural="services")
         assert "no Service selects the Pod yet" in pause(state)
         kube.put(service())
@@ -74,7 +59,7 @@ def test_a_load_balancers_status_does_not_rebuild_the_snapshot(kube: FakeKube, k
     state = State()
     kube.put(namespace("shop", mode="enforce"))
     stored = kube.put(service(kind="LoadBalancer"))
-    with running(kubeconfig, state) as refresher:
+    with refreshing(kubeconfig, state) as refresher:
         kube.wait_for_watches(1, plural="services")
         before = state.cluster
         moved = service(kind="LoadBalancer")
@@ -89,7 +74,7 @@ def test_http_routes_are_read_once_their_crd_is_installed(kube: FakeKube, kubeco
     state = State()
     kube.put(namespace("shop", mode="enforce"))
     kube.put(service())
-    with running(kubeconfig, state, resync=1) as refresher:
+    with refreshing(kubeconfig, state, resync=1) as refresher:
         assert not refresher._watched["httproutes"].served
         assert "Route" not in pause(state)
         kube.register(GATEWAY_PREFIX, "httproutes", "HTTPRoute")

@@ -408,3 +408,58 @@ class TestDaemonSetsNotReadable:
         wait_until(lambda: [m.cpu for m in members(state.cluster.nodes or NodeIndex())] == [Decimal("1.53")],
                    what="the DaemonSet subtracted")  # fmt: skip
         assert REGISTRY.get_sample_value("pod_tailor_cluster_facts_known", {"resource": "daemonsets"}) == 1
+
+
+def room(state: State) -> list[tuple[str, Decimal]]:
+    """Each node's cpu room after the DaemonSets subtracted, by name."""
+    return sorted((m.name, m.cpu) for m in members(state.cluster.nodes or NodeIndex()))
+
+
+class TestTheDaemonSetWatch:
+    """Its own resume, BOOKMARK and 410 Gone paths (the generic loop is tested on namespaces above)."""
+
+    @pytest.fixture(autouse=True)
+    def _running(self, kube: FakeKube, start: Start, state: State) -> None:
+        kube.put(namespace("shop"))
+        kube.put(node("small-1", cpu="1930m"))
+        kube.put(daemonset("agent", cpu="400m"))
+        start()
+        wait_until(lambda: synced(state) and room(state) == [("small-1", Decimal("1.53"))], what="first sync")
+        every_watch_open(kube)
+
+    def test_a_bookmark_moves_the_daemonset_watch_resume_point_forward(
+        self, kube: FakeKube, state: State
+    ) -> None:
+        kube.put(limit_range("elsewhere", "x", "1"))  # moves the global resourceVersion past the DaemonSets'
+        wait_until(lambda: state.cluster.facts_for("elsewhere").limit_ranges, what="limit range")
+        kube.bookmark()
+        bookmarked = kube.resource_version
+        wait_until(lambda: True)
+        before = state.cluster.nodes
+        kube.drop_watches()
+        every_watch_open(kube)
+        resumed = watches(kube, "/apis/apps/v1/daemonsets?")[-1]
+        assert query(resumed)["resourceVersion"] == str(bookmarked)
+        assert query(resumed)["allowWatchBookmarks"] == "true"
+        assert len(lists(kube, "/apis/apps/v1/daemonsets?")) == 1
+        assert state.cluster.nodes is before  # a bookmark changes no DaemonSet: the index is not rebuilt
+
+    def test_410_gone_after_compaction_relists_and_catches_up_on_a_missed_deletion(
+        self, kube: FakeKube, state: State
+    ) -> None:
+        kube.drop_watches()
+        kube.delete("daemonsets", "agent", namespace="kube-system")  # the DELETED event is compacted away
+        kube.put(daemonset("log-shipper", cpu="100m"))
+        kube.compact()
+        wait_until(lambda: room(state) == [("small-1", Decimal("1.83"))], what="the re-list after 410")
+        assert sorted((state.cluster.nodes or NodeIndex()).daemonsets or {}) == ["kube-system/log-shipper"]
+        assert len(lists(kube, "/apis/apps/v1/daemonsets?")) == 2
+        assert metric_value("pod_tailor_watch_lists_total", resource="daemonsets", reason="gone") >= 1
+
+    def test_an_error_410_inside_the_open_daemonset_watch_relists_and_watches_on(
+        self, kube: FakeKube, state: State
+    ) -> None:
+        kube.expire_watches()
+        wait_until(lambda: len(lists(kube, "/apis/apps/v1/daemonsets?")) == 2, what="re-list")
+        kube.put(daemonset("agent", cpu="600m"))  # a new version of the DaemonSet, after the re-list
+        wait_until(lambda: room(state) == [("small-1", Decimal("1.33"))], what="the watch after the re-list")

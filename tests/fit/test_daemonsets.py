@@ -6,12 +6,15 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.engine.podkit import pod, policy, run
 from tests.fit.kit import daemonset, node, taint
 from tests.fit.test_offline import POLICIES, _lines, _review, server_says
+from tests.fit.test_rules import requested
 from webhook.cluster.resources import daemonset_essentials
 from webhook.core.daemonsets import (
     DaemonSetShare,
@@ -20,6 +23,8 @@ from webhook.core.daemonsets import (
     parse_daemonset,
     rooms,
 )
+from webhook.core.facts import ClusterFacts
+from webhook.core.fit import new_node_share
 from webhook.core.nodefit import NodeShape, Placement, allows, parse_node
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
 from webhook.offline.preview import run_preview
@@ -135,3 +140,55 @@ def test_the_preview_with_daemonsets_in_its_input_answers_as_the_server_and_spar
     # agent's own Pods land on small-1 only; its share there is its own: 3 cores injected into its
     # sidecar are held to 1930m less its 400m (1530m), not to 1930m less 400m twice.
     assert "sidecar: cpu 3 capped to 1530m" in " ".join(agent.decision.warnings)
+
+
+class TestTheNodeAnAutoscalerWouldAdd:
+    """`fit.maxNode` less the DaemonSets that would run on it: those whose placement allows a node with
+    the Pod's nodeSelector labels and OS and no taint (tests of `new_node_share` through the engine)."""
+
+    GROWS = policy("resources:\n  cpu: {request: '4'}\nfit:\n  maxNode: {cpu: '4', memory: 16Gi}",
+                   name="grows")
+    SHARES = [
+        daemonset("everywhere", cpu="300m", tolerations=[{"operator": "Exists"}]),
+        daemonset("linux-only", cpu="100m", node_selector={"kubernetes.io/os": "linux"}),
+        daemonset("gpu-plugin", cpu="200m", node_selector={"pool": "gpu"},
+                  tolerations=[{"key": "dedicated", "operator": "Exists"}]),
+        daemonset("pinned", cpu="1", node_selector={"kubernetes.io/hostname": "small-1"}),
+    ]  # fmt: skip
+
+    def facts(self, *, known: bool = True) -> ClusterFacts:
+        nodes = [parse_node(node("small-1", cpu="1930m"))]
+        shares = [_share(d) for d in self.SHARES] if known else None
+        return ClusterFacts(nodes=index_with_daemonsets(nodes, shares))
+
+    @pytest.mark.parametrize(
+        ("spec", "expected", "taken"),
+        [
+            ({"nodeSelector": {"pool": "new"}}, "3600m", "400m of it taken by 2 DaemonSets"),
+            ({"nodeSelector": {"pool": "gpu"}}, "3400m", "600m of it taken by 3 DaemonSets"),
+            ({"nodeSelector": {"pool": "new"}, "os": {"name": "windows"}}, "3700m",
+             "300m of it taken by 1 DaemonSet"),
+        ],
+    )  # fmt: skip
+    def test_the_daemonsets_that_would_land_on_it_are_not_free_for_the_pod(
+        self, spec: dict[str, Any], expected: str, taken: str
+    ) -> None:
+        decision, result = run(pod(**spec), using=self.GROWS, facts=self.facts())
+        assert requested(result) == expected
+        assert any(f"cpu 4 capped to {expected}: fit.maxNode (the largest node an autoscaler may add) has 4 "
+                   f"allocatable, {taken}" in w for w in decision.warnings), decision.warnings  # fmt: skip
+
+    def test_with_daemonsets_not_known_it_counts_whole(self) -> None:
+        subject = pod(nodeSelector={"pool": "new"})
+        decision, result = run(subject, using=self.GROWS, facts=self.facts(known=False))
+        assert requested(result) == "4"
+        assert not decision.caps
+
+    def test_a_daemonsets_own_pod_is_not_held_to_its_own_share(self) -> None:
+        index = self.facts().nodes
+        assert index is not None
+        assert index.daemonsets is not None
+        subject = pod(nodeSelector={"pool": "new"})
+        own = index.daemonsets["kube-system/everywhere"]
+        assert new_node_share(subject, index) == (Decimal("0.4"), Decimal(400 * 2**20), 2)
+        assert new_node_share(subject, index, own) == (Decimal("0.1"), Decimal(200 * 2**20), 1)

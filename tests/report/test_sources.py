@@ -10,6 +10,7 @@ import yaml
 
 from tests.autoscalers.kit import hpa, vpa
 from tests.report.fleet import container, recommendation, resources, workload
+from tests.reviews import admission_review
 from webhook.config.policies import bundled_policies
 from webhook.core.autoscalers import Ignored, index_autoscalers, parse_autoscaler
 from webhook.core.decision import Basis, Injection
@@ -228,22 +229,15 @@ class TestTheApiServersStepsBeforeTheWebhook:
 
 
 def test_a_review_is_reported_under_the_workload_its_pod_belongs_to() -> None:
-    review = {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": "1",
-            "namespace": "shop",
-            "object": {
-                "metadata": {
-                    "generateName": "web-7d4b9c8f6-",
-                    "labels": {"pod-template-hash": "7d4b9c8f6"},
-                    "ownerReferences": [{"kind": "ReplicaSet", "name": "web-7d4b9c8f6", "controller": True}],
-                },
-                "spec": {"containers": [container("app")]},
-            },
+    pod: dict[str, Any] = {
+        "metadata": {
+            "generateName": "web-7d4b9c8f6-",
+            "labels": {"pod-template-hash": "7d4b9c8f6"},
+            "ownerReferences": [{"kind": "ReplicaSet", "name": "web-7d4b9c8f6", "controller": True}],
         },
+        "spec": {"containers": [container("app")]},
     }
+    review = admission_review(pod, uid="1", namespace="shop")
     (item,) = from_manifests(yaml.safe_dump(review), origin="review.json")
     assert isinstance(item, Collected)
     assert (item.kind, item.namespace, item.name, item.replicas) == ("Deployment", "shop", "web", 1)

@@ -19,6 +19,7 @@ from typing import Any
 import jsonpatch
 import yaml
 
+from tests.reviews import admission_review
 from tests.server.answers import answer_of
 from tests.server.conftest import RunningServer
 from webhook.config.policies import bundled_policies
@@ -149,19 +150,7 @@ def both(server: RunningServer, *documents: dict[str, Any], policies: PolicySet 
     server.state.swap_cluster(with_services)
     pod = created_pod(documents[0])
     uid = str(uuid.uuid4())
-    review = {
-        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-        "request": {
-            "uid": uid, "kind": {"group": "", "version": "v1", "kind": "Pod"},
-            "resource": {"group": "", "version": "v1", "resource": "pods"},
-            "requestKind": {"group": "", "version": "v1", "kind": "Pod"},
-            "requestResource": {"group": "", "version": "v1", "resource": "pods"},
-            "namespace": NAMESPACE, "operation": "CREATE",
-            "userInfo": {"username": "system:serviceaccount:kube-system:replicaset-controller"},
-            "object": pod, "oldObject": None, "dryRun": False,
-            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
-        },
-    }  # fmt: skip
+    review = admission_review(pod, uid=uid, namespace=NAMESPACE)
     answer = answer_of(server.mutate(review), uid)
     ops = json.loads(base64.b64decode(answer["patch"])) if "patch" in answer else []
     patched = jsonpatch.apply_patch(copy.deepcopy(pod), ops)

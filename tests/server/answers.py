@@ -10,7 +10,8 @@ import httpx
 import orjson
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.server.conftest import RunningServer, review_for
+from tests.reviews import review_for
+from tests.server.conftest import RunningServer
 
 SAMPLE_UID = review_for()["request"]["uid"]
 QUALIFIED_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")

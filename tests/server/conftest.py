@@ -20,7 +20,7 @@ import httpx
 import orjson
 import pytest
 
-from tests.shared import SAMPLE_REVIEW, review_files
+from tests.shared import review_files
 from webhook.admission import Engine
 from webhook.config.policies import bundled_policies
 from webhook.config.settings import Settings
@@ -159,27 +159,3 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     """One shared enforce-by-default server per test module, with namespaces in each mode."""
     with running_server(tmp_path_factory.mktemp("tls")) as running:
         yield running
-
-
-def review_for(
-    path: Path | None = None,
-    *,
-    namespace: str | None = None,
-    dry_run: bool | None = None,
-    labels: Mapping[str, str] | None = None,
-    uid: str | None = None,
-) -> dict[str, Any]:
-    """A corpus review (the sample one by default) with a few fields changed."""
-    source = path or SAMPLE_REVIEW
-    review: dict[str, Any] = orjson.loads(source.read_bytes())
-    request = review["request"]
-    if namespace is not None:
-        request["namespace"] = namespace
-        request["object"]["metadata"]["namespace"] = namespace
-    if dry_run is not None:
-        request["dryRun"] = dry_run
-    if labels:
-        request["object"]["metadata"].setdefault("labels", {}).update(labels)
-    if uid is not None:
-        request["uid"] = uid
-    return review

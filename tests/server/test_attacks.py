@@ -18,8 +18,9 @@ from typing import Any
 import orjson
 import pytest
 
+from tests.reviews import review_for
 from tests.server.answers import answer_of, metric, patch_of
-from tests.server.conftest import RunningServer, free_port, make_tls_files, review_for, running_server
+from tests.server.conftest import RunningServer, free_port, make_tls_files, running_server
 from webhook.core.engine import decide
 from webhook.core.workload import WorkloadKey
 from webhook.profiles.store import FileStore, ProfileDocument, WorkloadEntry

@@ -8,8 +8,9 @@ from typing import Any
 import orjson
 import pytest
 
+from tests.reviews import review_for
 from tests.server.answers import SAMPLE_UID, answer_of, metric, patch_of
-from tests.server.conftest import MUTATE, RunningServer, review_for, running_server
+from tests.server.conftest import MUTATE, RunningServer, running_server
 
 
 def _review(**request_changes: Any) -> bytes:

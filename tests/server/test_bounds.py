@@ -8,7 +8,8 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.server.conftest import labelled_state, review_for
+from tests.reviews import review_for
+from tests.server.conftest import labelled_state
 from webhook.admission import Outcome, VerdictCache, admit
 from webhook.admission.cache import MAX_ENTRY_INPUTS
 from webhook.admission.handler import ErrorReason, answer_limit

@@ -333,7 +333,7 @@ class TestVerdictCache:
 
     @staticmethod
     def body(uid: str, *, namespace: str = "shop", dry_run: bool = False) -> bytes:
-        from tests.server.conftest import review_for
+        from tests.reviews import review_for
 
         return orjson.dumps(review_for(namespace=namespace, uid=uid, dry_run=dry_run))
 
@@ -352,7 +352,8 @@ class TestVerdictCache:
         assert (first.applied, second.applied) == (True, False)
 
     def test_replicas_differing_only_in_their_service_account_volume_share_one_verdict(self) -> None:
-        from tests.server.conftest import labelled_state, review_for
+        from tests.reviews import review_for
+        from tests.server.conftest import labelled_state
 
         state, cache = labelled_state(), VerdictCache(8)
         answers = []
@@ -395,7 +396,8 @@ class TestVerdictCache:
         assert (cache.misses, cache.hits) == (4, 0)
 
     def test_a_malformed_pod_is_refused_even_after_a_good_one(self) -> None:
-        from tests.server.conftest import labelled_state, review_for
+        from tests.reviews import review_for
+        from tests.server.conftest import labelled_state
 
         state, cache = labelled_state(), VerdictCache(8)
         admit(self.body("one"), cluster=state.cluster, profiles=state.profiles, engine=decide, cache=cache)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.reviews import review_for
 from webhook.admission import Answer, Outcome
 from webhook.server.dryrun_counts import MAX_NAMESPACES, OTHER, DryRunCounts
 
-from .conftest import RunningServer, review_for
+from .conftest import RunningServer
 
 
 def _values(collector: DryRunCounts) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

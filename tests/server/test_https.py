@@ -16,14 +16,9 @@ import kubernetes_validate
 import orjson
 import pytest
 
+from tests.reviews import review_for
 from tests.server.answers import SAMPLE_UID, answer_of, metric, patch_of
-from tests.server.conftest import (
-    RunningServer,
-    corpus_files,
-    make_tls_files,
-    review_for,
-    running_server,
-)
+from tests.server.conftest import RunningServer, corpus_files, make_tls_files, running_server
 from tests.shared import corpus_params, needs_shared
 from tests.tools import require_programs
 from webhook.core.profile import Evidence, Recommendation

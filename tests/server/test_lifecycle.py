@@ -14,7 +14,8 @@ from pathlib import Path
 import httpx
 import orjson
 
-from tests.server.conftest import free_port, make_tls_files, review_for, running_server
+from tests.reviews import review_for
+from tests.server.conftest import free_port, make_tls_files, running_server
 from webhook.core.snapshot import ProfileSnapshot
 from webhook.refreshers.state import State
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import httpx
 from cryptography import x509
 
-from tests.server.conftest import RunningServer, review_for, running_server
+from tests.reviews import review_for
+from tests.server.conftest import RunningServer, running_server
 
 
 def served_serial(running: RunningServer) -> int:

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.engine.podkit import container, first, pod, run
+from tests.reviews import admission_review
 from tests.traffic.kit import facts, ingress, route, service
 from webhook.admission.cache import VerdictCache
 from webhook.admission.handler import admit
@@ -155,18 +156,10 @@ class TestTheVerdictCache:
         cache = VerdictCache(16)
         answers: dict[int, str] = {}
         for edge in ("yes", "no", "yes"):
-            review = {
-                "apiVersion": "admission.k8s.io/v1",
-                "kind": "AdmissionReview",
-                "request": {
-                    "uid": f"u-{edge}-{len(answers)}",
-                    "kind": {"group": "", "version": "v1", "kind": "Pod"},
-                    "resource": {"group": "", "version": "v1", "resource": "pods"},
-                    "operation": "CREATE",
-                    "namespace": "shop",
-                    "object": pod(labels={"app": "web", "edge": edge, "unread": str(len(answers))}),
-                },
-            }
+            review = admission_review(
+                pod(labels={"app": "web", "edge": edge, "unread": str(len(answers))}),
+                uid=f"u-{edge}-{len(answers)}", namespace="shop",
+            )
             answer = admit(
                 orjson.dumps(review), cluster=cluster, profiles=EMPTY_PROFILES, engine=decide, cache=cache
             )

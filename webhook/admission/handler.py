@@ -197,7 +197,7 @@ def _still_fits(
     if not quotas or ledger is None:
         return True
     reading = found.room_reading
-    if reading is not None and not reading.holds(quotas, ledger.pending(review.namespace, quotas)):
+    if reading is not None and not reading.within(ledger.left(review.namespace, quotas)):
         return False
     if found.charges and not review.dry_run and found.outcome in _ENFORCED:
         ledger.record(review.namespace, found.charges)

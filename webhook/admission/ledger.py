@@ -13,6 +13,11 @@ flight, so a status written that much later includes the Pod, or the Pod was ref
 memory per process: each replica counts what it admitted (the API server spreads a burst over the
 replicas, so each sees part of it; the quota status covers the rest within seconds).
 
+A cached verdict in a quota namespace is reused while the room its quotas leave is within the
+verdict's bands (`RoomReading`), asked once per replica: `left` keeps what each quota has left
+(`hard - used - pending`) up to date charge by charge instead of summing the recent Pods again, and
+works it out afresh when the quotas seen change (a new snapshot) or an entry may have expired.
+
 The admission path runs on one event loop, so deciding and recording happen without a lock.
 """
 
@@ -23,11 +28,12 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 
-from webhook.core.quota import Quota
+from webhook.core.quota import Quota, leftover
 
 __all__ = ["QuotaLedger"]
 
 _Charges = Mapping[str, Decimal]
+_NEVER = float("inf")
 
 
 class QuotaLedger:
@@ -46,6 +52,8 @@ class QuotaLedger:
         self._entries: dict[tuple[str, str], deque[tuple[float, _Charges]]] = {}
         self._totals: dict[tuple[str, str], dict[str, Decimal]] = {}
         self._versions: dict[tuple[str, str], tuple[str, float]] = {}  # version, when first seen
+        # namespace -> (the quotas it was worked out for, when an entry may expire next, quota -> left)
+        self._left: dict[str, tuple[Sequence[Quota], float, dict[str, dict[str, Decimal]]]] = {}
 
     def __len__(self) -> int:
         return sum(len(entries) for entries in self._entries.values())
@@ -59,19 +67,40 @@ class QuotaLedger:
             seen = self._versions.get(key)
             if seen is None or seen[0] != quota.version:
                 seen = self._versions[key] = (quota.version, now)
+                self._left.pop(namespace, None)  # what `left` kept may count entries now expired
             entries = self._entries.get(key)
             if not entries:
                 continue
             changed_at, total = seen[1], self._totals[key]
             while entries and (entries[0][0] + self.settle <= changed_at or entries[0][0] + self.ttl <= now):
                 self._take(total, entries.popleft()[1])
+                self._left.pop(namespace, None)
             if entries:
                 found[quota.name] = dict(total)
         return found
 
+    def left(self, namespace: str, quotas: Sequence[Quota]) -> Mapping[str, Mapping[str, Decimal]]:
+        """Quota name -> key -> `hard - used - pending` (`leftover` of `quotas` and `pending`), kept
+        up to date by `record`; read it, never change it."""
+        kept = self._left.get(namespace)
+        if kept is not None and kept[0] is quotas and self._clock() < kept[1]:
+            return kept[2]  # the same quotas (so the same versions), and no entry expired since
+        found = leftover(quotas, self.pending(namespace, quotas))
+        self._left[namespace] = (quotas, self._next_expiry(namespace, quotas), found)
+        return found
+
+    def _next_expiry(self, namespace: str, quotas: Sequence[Quota]) -> float:
+        """The earliest time an entry of these quotas' may expire while their versions stay the same
+        (by `ttl`: by `settle` only once a new version is seen, which comes with new quotas)."""
+        queues = (self._entries.get((namespace, quota.name)) for quota in quotas)
+        oldest = [entries[0][0] for entries in queues if entries]
+        return min(oldest) + self.ttl if oldest else _NEVER
+
     def record(self, namespace: str, charges: Mapping[str, _Charges]) -> None:
         """Remember what a just-admitted Pod charges each quota that counts it."""
         now = self._clock()
+        kept = self._left.get(namespace)
+        lefts = kept[2] if kept is not None else None
         for name, amounts in charges.items():
             key = (namespace, name)
             entries = self._entries.get(key)
@@ -80,10 +109,20 @@ class QuotaLedger:
             else:
                 total = self._totals[key]
             entries.append((now, amounts))
+            left = lefts.get(name) if lefts is not None else None
+            if lefts is not None and left is None:  # a quota `left` was not worked out for: afresh
+                del self._left[namespace]
+                lefts = None
             for resource, amount in amounts.items():
                 total[resource] = total[resource] + amount if resource in total else amount
+                if left is not None and resource in left:
+                    left[resource] -= amount
             if len(entries) > self.max_entries:
                 self._take(total, entries.popleft()[1])
+                self._left.pop(namespace, None)
+                lefts = None
+        if kept is not None and lefts is not None and now + self.ttl < kept[1]:
+            self._left[namespace] = (kept[0], now + self.ttl, lefts)  # the first entry: it expires first
 
     @staticmethod
     def _take(total: dict[str, Decimal], charges: _Charges) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from webhook.core.decision import Cap, Injection
 from webhook.core.facts import LimitRangeItem
-from webhook.core.nodefree import pod_limits, pod_requests
+from webhook.core.nodefree import pod_limits, pod_requests, spec_totals
 from webhook.core.patch import PatchBuilder
 from webhook.core.pod import ContainerRef, containers
 from webhook.core.quantity import QuantityError, parse, render
@@ -91,8 +91,20 @@ class CreatedTotals:
         )
         found = self._seen.get(key)
         if found is None:
-            found = self._seen[key] = totals(as_created(self._pod, injections))
+            if _has_statuses(self._pod):
+                found = totals(as_created(self._pod, injections))
+            else:  # the usual Pod at admission: one pass over its spec, no copy (a property holds it equal)
+                over: dict[str, dict[str, str]] = {}
+                for target, name, value in key:
+                    over.setdefault(target, {})[name] = value
+                found = spec_totals(self._pod, over)
+            self._seen[key] = found
         return found
+
+
+def _has_statuses(pod: Mapping[str, Any]) -> bool:
+    status = pod.get("status") or {}
+    return any(status.get(group) for group in ("containerStatuses", "initContainerStatuses"))
 
 
 @dataclass(frozen=True, slots=True)

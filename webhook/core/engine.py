@@ -25,7 +25,6 @@ from decimal import Decimal
 from typing import Any
 
 from webhook.core.annotations import within_limits
-from webhook.core.caps import as_created
 from webhook.core.decision import POD_TARGET, Decision
 from webhook.core.explain import explanation
 from webhook.core.facts import ClusterFacts
@@ -105,7 +104,7 @@ def _charges(ctx: Context) -> dict[str, dict[str, Decimal]]:
     if not ctx.facts.quotas:
         return {}
     values = [*ctx.injections, *ctx.boosted]
-    return charges(as_created(ctx.pod, values), ctx.facts.quotas, used=lambda: ctx.totals_of().of(values))
+    return charges(ctx.pod, values, ctx.facts.quotas, used=lambda: ctx.totals_of().of(values))
 
 
 def _decision(ctx: Context, *, label: str) -> Decision:

@@ -39,6 +39,7 @@ __all__ = [
     "matching_shapes",
     "parse_node",
     "placement",
+    "pod_shapes",
 ]
 
 _UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
@@ -297,6 +298,25 @@ def matching_shapes(where: Placement, index: NodeIndex) -> list[tuple[Decimal, D
             index.memo.clear()
         index.memo[key] = found
     return list(found)
+
+
+def pod_shapes(pod: Mapping[str, Any], index: NodeIndex) -> list[tuple[Decimal, Decimal]]:
+    """`matching_shapes(placement(pod), index)`, remembered by the text of the fields `placement`
+    reads: a workload's replicas repeat them, and reading them into a `Placement` and its key costs
+    more than the lookup. The text (`repr` of decoded JSON values) differs wherever they differ."""
+    spec = pod.get("spec") or {}
+    text = repr((spec.get("nodeSelector"), spec.get("affinity"), spec.get("tolerations"), spec.get("os")))
+    key = (_RAW, text)
+    found = index.memo.get(key)
+    if found is None:
+        found = tuple(matching_shapes(placement(pod), index))
+        if len(index.memo) >= _MEMO_SIZE:
+            index.memo.clear()
+        index.memo[key] = found
+    return list(found)
+
+
+_RAW = "pod fields"  # tags `pod_shapes`' memo keys (a `Placement.key()` is a 4-tuple)
 
 
 def _scan(where: Placement, index: NodeIndex) -> list[tuple[Decimal, Decimal]]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from webhook.core.quantity import QuantityError, parse
 
-__all__ = ["RESOURCES", "cpu_memory", "free_allocatable", "pod_limits", "pod_requests"]
+__all__ = ["RESOURCES", "cpu_memory", "free_allocatable", "pod_limits", "pod_requests", "spec_totals"]
 
 RESOURCES = ("cpu", "memory")
 _DONE = ("Succeeded", "Failed")
@@ -106,6 +106,83 @@ def _effective(pod: Mapping[str, Any], section: str) -> dict[str, Decimal]:
     for r in RESOURCES:
         running = total.get(r, _ZERO) + sidecars.get(r, _ZERO)
         found[r] = pod_level.get(r, max(running, init_peak.get(r, _ZERO))) + overhead.get(r, _ZERO)
+    return found
+
+
+_KEYS = tuple((section, resource, f"{section}.{resource}")
+              for section in ("requests", "limits") for resource in RESOURCES)  # fmt: skip
+
+
+def _container_values(body: Mapping[str, Any], over: Mapping[str, str] | None) -> dict[str, Decimal]:
+    """"requests.cpu" ... of one container, `over` (key -> quantity text) over its own values."""
+    found: dict[str, Decimal] = {}
+    resources = body.get("resources")
+    if resources and (type(resources) is dict or isinstance(resources, Mapping)):
+        for section, resource, key in _KEYS:
+            own = resources.get(section)
+            if not own or not (type(own) is dict or isinstance(own, Mapping)):
+                continue
+            raw = own.get(resource)
+            if raw is None:
+                continue
+            try:
+                found[key] = parse(raw)
+            except QuantityError:
+                continue
+    if over:
+        for key, text in over.items():
+            if key not in _NAMES:
+                continue
+            try:
+                found[key] = parse(text)
+            except QuantityError:
+                found.pop(key, None)
+    return found
+
+
+_ORDER = tuple(key for _section, _resource, key in _KEYS)
+_NAMES = frozenset(_ORDER)
+
+
+def spec_totals(pod: Mapping[str, Any], over: Mapping[str, Mapping[str, str]]) -> dict[str, Decimal]:
+    """`pod_requests` and `pod_limits` (as "requests.cpu", ... "limits.memory") of a Pod that is not
+    created yet (no container statuses: its spec is all there is), with `over` (container name ->
+    "requests.cpu" -> quantity text) over its containers' own values, in one pass and without a copy
+    of the Pod: what node fit, quota and the charges ask of each set of values pod-tailor injects."""
+    spec = pod.get("spec") or {}
+    total: dict[str, Decimal] = {}
+    if not spec.get("initContainers") and not spec.get("overhead") and not spec.get("resources"):
+        for body in spec.get("containers") or ():  # the usual Pod: its containers' sum is all there is
+            for key, value in _container_values(body, over.get(body.get("name"))).items():
+                total[key] = total[key] + value if key in total else value
+        return {key: _ZERO if (value := total.get(key, _ZERO)) < _ZERO else value for key in _ORDER}
+    pod_level = (spec.get("resources") or {})
+    level = {section: cpu_memory(pod_level.get(section)) for section in ("requests", "limits")}
+    sidecars: dict[str, Decimal] = {}
+    init_peak: dict[str, Decimal] = {}
+    for body in spec.get("initContainers") or ():
+        values = _container_values(body, over.get(body.get("name")))
+        if body.get("restartPolicy") == "Always":
+            for key in _NAMES:
+                sidecars[key] = sidecars.get(key, _ZERO) + values.get(key, _ZERO)
+        else:
+            for key in _NAMES:
+                during = sidecars.get(key, _ZERO) + values.get(key, _ZERO)
+                if during > init_peak.get(key, _ZERO):
+                    init_peak[key] = during
+                else:
+                    init_peak.setdefault(key, _ZERO)
+    for body in spec.get("containers") or ():
+        for key, value in _container_values(body, over.get(body.get("name"))).items():
+            total[key] = total.get(key, _ZERO) + value
+    overhead = cpu_memory(spec.get("overhead"))
+    found: dict[str, Decimal] = {}
+    for section, resource, key in _KEYS:
+        running = total.get(key, _ZERO) + sidecars.get(key, _ZERO)
+        peak = init_peak.get(key, _ZERO)
+        found[key] = level[section].get(resource, running if running >= peak else peak) + overhead.get(
+            resource, _ZERO
+        )
     return found
 
 

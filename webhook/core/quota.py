@@ -34,6 +34,7 @@ __all__ = [
     "QuotaPolicy",
     "RoomReading",
     "applies",
+    "leftover",
     "parse_quota",
     "quota_policy",
     "room",
@@ -180,6 +181,24 @@ def room(
     return found
 
 
+def leftover(
+    quotas: Iterable[Quota], pending: Mapping[str, Mapping[str, Decimal]] | None = None
+) -> dict[str, dict[str, Decimal]]:
+    """Quota name -> canonical key -> `hard - used - pending` of each quota (what `room` takes the
+    smallest of): the form the server's ledger keeps up to date charge by charge."""
+    found: dict[str, dict[str, Decimal]] = {}
+    for quota in quotas:
+        charged = pending.get(quota.name) if pending else None
+        used, left = quota.used, {}
+        for key, hard in quota.hard.items():
+            amount = hard - used[key] if key in used else hard
+            if charged and key in charged:
+                amount -= charged[key]
+            left[key] = amount
+        found[quota.name] = left
+    return found
+
+
 @dataclass(frozen=True, slots=True)
 class Band:
     """The rooms of one key (`room`) for which a decision comes out the same: `low <= room <= high`
@@ -217,5 +236,35 @@ class RoomReading:
         for key, band in self.bands.items():
             found = left.get(key)
             if found is None or not band.holds(*found):
+                return False
+        return True
+
+    def within(self, left: Mapping[str, Mapping[str, Decimal]]) -> bool:
+        """`holds`, from what each quota has left (`leftover`, kept by the ledger): the smallest per
+        key over the quotas counted, the first of them on a tie, as `room` takes it."""
+        counted = self.counted
+        if len(counted) == 1:  # the usual namespace: one quota, so its amounts are the room
+            name = counted[0]
+            amounts = left.get(name)
+            if amounts is None or len(amounts) != len(self.bands):
+                return False
+            for key, band in self.bands.items():
+                amount = amounts.get(key)
+                if amount is None or not band.holds(amount, name):
+                    return False
+            return True
+        tightest: dict[str, tuple[Decimal, str]] = {}
+        for name in counted:
+            found = left.get(name)
+            if found is None:
+                return False
+            for key, amount in found.items():
+                if key not in tightest or amount < tightest[key][0]:
+                    tightest[key] = (amount, name)
+        if len(tightest) != len(self.bands):
+            return False
+        for key, band in self.bands.items():
+            room = tightest.get(key)
+            if room is None or not band.holds(*room):
                 return False
         return True

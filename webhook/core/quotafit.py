@@ -49,18 +49,17 @@ def _value(raw: object) -> Decimal | None:
 
 
 def _supply(
-    ref: ContainerRef, key: str, *, created: Mapping[str, Any], policy: Policy, quota: str
+    ref: ContainerRef, key: str, *, injections: Sequence[Injection], policy: Policy, quota: str
 ) -> tuple[str, str] | None:
     """(value, why) for the `key` the container lacks, or None when it has it or the policy has none."""
     section, resource = key.split(".", 1)
-    body = next(
-        (b for b in (created["spec"].get(ref.group) or ()) if b.get("name") == ref.name), ref.body
-    )
-    values = (body.get("resources") or {})
-    if resource in (values.get(section) or {}) or resource not in policy.resources:
+    if resource not in policy.resources:
         return None
-    request = _value((values.get("requests") or {}).get(resource))
-    limit = _value((values.get("limits") or {}).get(resource))
+    values = _created_values(ref, injections)
+    if resource in values[section]:
+        return None
+    request = _value(values["requests"].get(resource))
+    limit = _value(values["limits"].get(resource))
     if section == "requests":
         amount = policy.resources[resource].request
         amount = amount if limit is None else min(amount, limit)
@@ -69,6 +68,30 @@ def _supply(
         amount = request if request is not None else policy.resources[resource].request
         why = f"required by ResourceQuota {quota}: = request"
     return render(resource, amount), why
+
+
+def _created_values(ref: ContainerRef, injections: Sequence[Injection]) -> dict[str, dict[str, Any]]:
+    """The container's requests and limits as it will be created: its own, the injected ones over them
+    (what `as_created` gives it, without a copy of the Pod)."""
+    resources = ref.body.get("resources") or {}
+    found: dict[str, dict[str, Any]] = {
+        section: dict(resources.get(section) or {}) for section in ("requests", "limits")
+    }
+    for injection in injections:
+        if injection.target == ref.name and injection.field.startswith(("requests.", "limits.")):
+            section, resource = injection.field.split(".", 1)
+            found[section][resource] = injection.value
+    return found
+
+
+def _counting(
+    pod: Mapping[str, Any], quotas: Sequence[Quota], injections: Sequence[Injection]
+) -> list[Quota]:
+    """The quotas that count the Pod as it will be created (only a scoped quota reads the Pod)."""
+    if not any(quota.scopes or quota.selector for quota in quotas):
+        return [quota for quota in quotas if quota.ignored is None]
+    created = as_created(pod, injections)
+    return [quota for quota in quotas if applies(quota, created)]
 
 
 def quota_pod(
@@ -95,8 +118,7 @@ def quota_pod(
         return QuotaOutcome()
     warnings: list[str] = []
     totals_of = totals_of if totals_of is not None else CreatedTotals(pod)
-    created = as_created(pod, injections)
-    counting = [q for q in facts.quotas if applies(q, created)]
+    counting = _counting(pod, facts.quotas, injections)
     if rules.supply_required:
         supplied = len(injections)
         for quota in counting:
@@ -104,14 +126,13 @@ def quota_pod(
                 if key not in quota.hard:
                     continue
                 for ref in sizeable:
-                    found = _supply(ref, key, created=created, policy=policy, quota=quota.name)
+                    found = _supply(ref, key, injections=injections, policy=policy, quota=quota.name)
                     if found is not None:
                         section, resource = key.split(".", 1)
                         patch.set((*ref.path, "resources", section, resource), found[0])
                         injections.append(Injection(ref.name, key, found[0], found[1], Basis.POLICY))
-                        created = as_created(pod, injections)
         if len(injections) != supplied:
-            counting = [q for q in facts.quotas if applies(q, created)]
+            counting = _counting(pod, facts.quotas, injections)
     left = room(counting, facts.pending)
     caps: list[Cap] = []
     bands: dict[str, Band] = {}
@@ -156,15 +177,16 @@ def quota_pod(
 
 
 def charges(
-    created: Mapping[str, Any],
+    pod: Mapping[str, Any],
+    injections: Sequence[Injection],
     quotas: Sequence[Quota],
     *,
     used: Callable[[], Mapping[str, Decimal]] | None = None,
 ) -> dict[str, dict[str, Decimal]]:
-    """What `created` (the Pod as it will be) counts against each quota that counts it; `used`: where
-    its totals are known already (asked only when a quota counts the Pod)."""
-    counting = [q for q in quotas if applies(q, created)]
+    """What `pod` with `injections` (the Pod as it will be) counts against each quota that counts it;
+    `used`: where its totals are known already (asked only when a quota counts the Pod)."""
+    counting = _counting(pod, quotas, injections)
     if not counting:
         return {}
-    amounts = totals(created) if used is None else used()
+    amounts = totals(as_created(pod, injections)) if used is None else used()
     return {q.name: {key: amounts.get(key, Decimal(0)) for key in q.hard} for q in counting}

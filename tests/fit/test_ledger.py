@@ -1,0 +1,86 @@
+"""The server's quota ledger: what Pods admitted in the last seconds charge their namespace's quotas,
+and what each quota has left (`left`, kept up to date charge by charge for the verdict cache's room
+check) always equal to working it out afresh from the quotas and the pending charges."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.fit.kit import quota
+from webhook.admission.ledger import QuotaLedger
+from webhook.core.quota import Quota, leftover, parse_quota
+
+KEYS = ("requests.cpu", "requests.memory", "limits.memory")
+
+
+HARD = (("compute", {"requests.cpu": "8", "requests.memory": "16Gi"}),
+        ("limits", {"limits.memory": "32Gi", "requests.cpu": "6"}))  # fmt: skip
+
+
+def quotas(version: int, *, two: bool) -> tuple[Quota, ...]:
+    made = []
+    for name, hard in HARD[: 2 if two else 1]:
+        body = quota(name, hard=hard, used=dict.fromkeys(hard, "1"))
+        body["metadata"]["resourceVersion"] = str(version)
+        made.append(parse_quota(body))
+    return tuple(made)
+
+
+charge = st.fixed_dictionaries({}, optional={key: st.integers(0, 3).map(Decimal) for key in KEYS})
+steps = st.lists(
+    st.one_of(
+        st.tuples(st.just("record"), st.sampled_from(["compute", "limits", "both"]), charge),
+        st.tuples(st.just("wait"), st.sampled_from([0.5, 3.0, 6.0, 50.0, 130.0])),
+        st.tuples(st.just("status")),  # the quota controller wrote a new status: a new snapshot
+        st.tuples(st.just("left")),
+    ),
+    max_size=40,
+)
+
+
+class TestWhatEachQuotaHasLeft:
+    @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(steps, st.booleans())
+    def test_kept_up_to_date_it_equals_working_it_out_afresh(self, plan: list[Any], two: bool) -> None:
+        """Against a twin ledger that is only ever asked its pending charges, step by step."""
+        clock = [0.0]
+        ledger, twin = (QuotaLedger(clock=lambda: clock[0], max_entries=8) for _ in range(2))
+        version, seen = 1, quotas(1, two=two)
+        for step in plan:
+            if step[0] == "record":
+                names = ("compute", "limits") if step[1] == "both" else (step[1],)
+                charges = {name: step[2] for name in names if two or name == "compute"}
+                ledger.record("shop", charges)
+                twin.record("shop", charges)
+            elif step[0] == "wait":
+                clock[0] += step[1]
+            elif step[0] == "status":
+                version += 1
+                seen = quotas(version, two=two)
+            assert ledger.left("shop", seen) == leftover(seen, twin.pending("shop", seen))
+
+    def test_a_pod_admitted_is_taken_off_what_its_quota_has_left(self) -> None:
+        clock = [0.0]
+        ledger, seen = QuotaLedger(clock=lambda: clock[0]), quotas(1, two=False)
+        expected = {"compute": {"requests.cpu": 7, "requests.memory": 16 * 2**30 - 1}}
+        assert ledger.left("shop", seen) == expected
+        ledger.record("shop", {"compute": {"requests.cpu": Decimal("0.5")}})
+        assert ledger.left("shop", seen)["compute"]["requests.cpu"] == Decimal("6.5")
+
+    def test_a_charge_comes_back_when_the_status_has_caught_up_or_after_the_ttl(self) -> None:
+        clock = [0.0]
+        ledger, seen = QuotaLedger(clock=lambda: clock[0]), quotas(1, two=False)
+        assert ledger.left("shop", seen)["compute"]["requests.cpu"] == 7  # this status seen at 0 s
+        ledger.record("shop", {"compute": {"requests.cpu": Decimal(2)}})
+        clock[0] = 6.0
+        assert ledger.left("shop", seen)["compute"]["requests.cpu"] == 5  # same status: still pending
+        assert ledger.left("shop", quotas(2, two=False))["compute"]["requests.cpu"] == 7  # caught up
+        ledger.record("shop", {"compute": {"requests.cpu": Decimal(2)}})
+        newer = quotas(3, two=False)
+        assert ledger.left("shop", newer)["compute"]["requests.cpu"] == 5
+        clock[0] += 121.0
+        assert ledger.left("shop", newer)["compute"]["requests.cpu"] == 7  # the ttl passed
