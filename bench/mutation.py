@@ -92,6 +92,13 @@ EQUIVALENT: dict[tuple[str, tuple[str, ...]], str] = {
       "+return f\"{kind}Probe\", {handler: copy.copy(dict(probe[handler]))}")):
         "the reused handler goes into the patch, which is encoded and never changed in place: a shallow"
         " copy shares only nested values that nothing writes",
+    **{
+        ("webhook/core/shutdown.py", ("-major, minor = facts.server_version or (0, 0)",
+                                      f"+major, minor = facts.server_version or {fallback}")):
+            "read only when `supports_native_sleep()` is not None, i.e. the version is known: the fallback"
+            " (for the type checker) is never used"
+        for fallback in ("(1, 0)", "(0, 1)")
+    },
 }
 
 

@@ -63,8 +63,41 @@ shutdown-default-lt-for-le|webhook/core/shutdown.py|s/if needed <= DEFAULT_GRACE
 shutdown-grace-target-none|webhook/core/shutdown.py|s/^        POD_TARGET,/        None,/|tests/engine/test_probes_and_shutdown.py::TestGracePeriod
 shutdown-zero-sleep-written|webhook/core/shutdown.py|s/s + " if longest_sleep else "")/s + " if (longest_sleep) or True else "")/|tests/engine/test_probes_and_shutdown.py::TestGracePeriod
 probes-reused-kind-none|webhook/core/probes.py|s/kind = next(iter(handler))/kind = None/|tests/engine/test_probes_and_shutdown.py::TestHowAProbeIsExplained
-probes-serving-port-text|webhook/core/probes.py|s/f"tcp :{port}", "serving port"/f"tcp :{port}", "XXserving portXX"/|tests/engine/test_probes_and_shutdown.py::TestHowAProbeIsExplained
+probes-serving-port-text|webhook/core/probes.py|s/else "serving port"/else "XXserving portXX"/|tests/engine/test_probes_and_shutdown.py::TestHowAProbeIsExplained
 probes-undeclared-served-port|webhook/core/probes.py|s/if port is None and served is not None:/if port is None and served is None:/|tests/rules/test_serving_containers.py::test_an_undeclared_served_port_is_probed_where_the_service_sends
+probes-targeted-ignored|webhook/core/probes.py|s/port = serving_port(ref.body, targeted)/port = serving_port(ref.body, None)/|tests/engine/test_probes_and_shutdown.py::TestWhichPortIsProbed
+probes-served-or-for-and|webhook/core/probes.py|s/if port is None and served is not None:/if port is None or served is not None:/|tests/engine/test_probes_and_shutdown.py::TestWhichPortIsProbed
+probes-served-port-misspelt|webhook/core/probes.py|s/port = {"containerPort": served}/port = {"containerport": served}/|tests/engine/test_probes_and_shutdown.py::TestWhichPortIsProbed
+probes-to-service-and-for-or|webhook/core/probes.py|s/number in targeted or port.get("name") in targeted/number in targeted and port.get("name") in targeted/|tests/engine/test_probes_and_shutdown.py::TestWhichPortIsProbed
+probes-to-service-name-misread|webhook/core/probes.py|s/port.get("name") in targeted/port.get("NAME") in targeted/|tests/engine/test_probes_and_shutdown.py::TestWhichPortIsProbed
+probes-to-service-text|webhook/core/probes.py|s/"the port the Service sends to" if/"the port the service sends to" if/|tests/engine/test_probes_and_shutdown.py::TestWhichPortIsProbed
+probes-injection-target-none|webhook/core/probes.py|/^            Injection($/{n;s/ref.name,/None,/}|tests/engine/test_probes_and_shutdown.py::TestWhichPortIsProbed
+probes-annotation-source-text|webhook/core/probes.py|s/"path from pod annotation" if/"PATH FROM POD ANNOTATION" if/|tests/engine/test_probes_and_shutdown.py::TestHowAProbeIsExplained
+probes-annotation-source-or-true|webhook/core/probes.py|s/if path_annotation else f/if path_annotation or True else f/|tests/engine/test_probes_and_shutdown.py::TestHowAProbeIsExplained
+probes-path-source-dropped|webhook/core/probes.py|s/path=path, path_source=path_source,/path=path, path_source=None,/|tests/engine/test_probes_and_shutdown.py::TestHowAProbeIsExplained
+probes-passed-over-own-port|webhook/core/probes.py|s/other.get("containerPort") != number/other.get(None) != number/|tests/engine/test_probes_and_shutdown.py::TestHowAProbeIsExplained
+probes-passed-over-http-misspelt|webhook/core/probes.py|s/if passed_over and reads.startswith(("tcp", "http"))/if passed_over and reads.startswith(("tcp", "HTTP"))/|tests/engine/test_probes_and_shutdown.py::TestHowAProbeIsExplained
+probes-passed-over-replaces-why|webhook/core/probes.py|s/why += f" (not/why = f" (not/|tests/engine/test_probes_and_shutdown.py::TestHowAProbeIsExplained
+probes-passed-over-four|webhook/core/probes.py|s/passed_over\[:3\]/passed_over[:4]/|tests/engine/test_probes_and_shutdown.py::TestHowAProbeIsExplained
+probes-startup-times-period|webhook/core/probes.py|s/2 \* rec.startup_seconds \/ shape.period_seconds/2 * rec.startup_seconds * shape.period_seconds/|tests/engine/test_probes_and_shutdown.py::TestTheStartUpBudget
+probes-startup-three-times|webhook/core/probes.py|s/2 \* rec.startup_seconds \/ shape/3 * rec.startup_seconds \/ shape/|tests/engine/test_probes_and_shutdown.py::TestTheStartUpBudget
+probes-startup-ge|webhook/core/probes.py|s/if needed > shape.failure_threshold:/if needed >= shape.failure_threshold:/|tests/engine/test_probes_and_shutdown.py::TestTheStartUpBudget
+probes-startup-note-none|webhook/core/probes.py|s/budget_note = f"; budget 2 x/budget_note = None and f"; budget 2 x/|tests/engine/test_probes_and_shutdown.py::TestTheStartUpBudget
+shutdown-person-type-or-for-and|webhook/core/shutdown.py|s/if isinstance(current, bool) or not/if isinstance(current, bool) and not/|tests/engine/test_probes_and_shutdown.py::TestWhoseGracePeriodItIs
+shutdown-os-name-misread|webhook/core/shutdown.py|s/.get("name") if isinstance/.get("NAME") if isinstance/|tests/engine/test_probes_and_shutdown.py::TestWhichPodsRunOnWindows
+shutdown-os-type-or-true|webhook/core/shutdown.py|s/if isinstance(spec.get("os"), dict) else None/if isinstance(spec.get("os"), dict) or True else None/|tests/engine/test_probes_and_shutdown.py::TestWhichPodsRunOnWindows
+shutdown-os-windows-misspelt|webhook/core/shutdown.py|s/return os_name == "windows" or/return os_name == "WINDOWS" or/|tests/engine/test_probes_and_shutdown.py::TestWhichPodsRunOnWindows
+shutdown-no-sleep-one-second|webhook/core/shutdown.py|s/return None, 0, /return None, 1, /|tests/engine/test_probes_and_shutdown.py::TestWhatAPreStopSleepSays::test_no_sleep_is_zero_seconds_slept_with_the_reason
+shutdown-windows-or-true|webhook/core/shutdown.py|s/"Windows node" if windows else/"Windows node" if windows or True else/|tests/engine/test_probes_and_shutdown.py::TestWhatAPreStopSleepSays::test_no_sleep_is_zero_seconds_slept_with_the_reason
+shutdown-fit-three-times|webhook/core/shutdown.py|s/seconds \* 2 > grace/seconds * 3 > grace/|tests/engine/test_probes_and_shutdown.py::TestWhatAPreStopSleepSays::test_a_persons_grace_period_keeps_the_sleep_to_half_of_it
+shutdown-fit-ge|webhook/core/shutdown.py|s/seconds \* 2 > grace/seconds * 2 >= grace/|tests/engine/test_probes_and_shutdown.py::TestWhatAPreStopSleepSays::test_a_persons_grace_period_keeps_the_sleep_to_half_of_it
+shutdown-fit-grace-le-2|webhook/core/shutdown.py|s/if grace < 2:/if grace <= 2:/|tests/engine/test_probes_and_shutdown.py::TestWhatAPreStopSleepSays::test_a_persons_grace_period_keeps_the_sleep_to_half_of_it
+shutdown-path-invented|webhook/core/shutdown.py|s/(policy.pre_stop_seconds, "")/(policy.pre_stop_seconds, "XXXX")/|tests/engine/test_probes_and_shutdown.py::TestWhatAPreStopSleepSays::test_the_sleep_says_how_it_sleeps_on_which_cluster_under_which_policy
+shutdown-fitted-none|webhook/core/shutdown.py|s/fitted = ""/fitted = None/|tests/engine/test_probes_and_shutdown.py::TestWhatAPreStopSleepSays::test_the_sleep_says_how_it_sleeps_on_which_cluster_under_which_policy
+shutdown-version-or-for-and|webhook/core/shutdown.py|s/facts.server_version or (0, 0)/facts.server_version and (0, 0)/|tests/engine/test_probes_and_shutdown.py::TestWhatAPreStopSleepSays::test_the_sleep_says_how_it_sleeps_on_which_cluster_under_which_policy
+shutdown-unknown-version-text-none|webhook/core/shutdown.py|s/version = f"cluster version unknown, so/version = None and f"cluster version unknown, so/|tests/engine/test_probes_and_shutdown.py::TestWhatAPreStopSleepSays::test_the_sleep_says_how_it_sleeps_on_which_cluster_under_which_policy
+shutdown-exec-text|webhook/core/shutdown.py|s/how = "exec \/bin\/sleep/how = "EXEC \/bin\/sleep/|tests/engine/test_probes_and_shutdown.py::TestWhatAPreStopSleepSays::test_the_sleep_says_how_it_sleeps_on_which_cluster_under_which_policy
+shutdown-pre-stop-target-none|webhook/core/shutdown.py|s/return Injection(ref.name, "preStop"/return Injection(None, "preStop"/|tests/engine/test_probes_and_shutdown.py::TestWhatAPreStopSleepSays::test_the_sleep_says_how_it_sleeps_on_which_cluster_under_which_policy
 resources-policy-min-le|webhook/core/resources.py|/^def _bounded_request/,/^def _bounded_limit/s/if value < rules.min:/if value <= rules.min:/|tests/engine/test_resources.py::TestHowABoundedRequestIsExplained
 resources-policy-max-ge|webhook/core/resources.py|/^def _bounded_request/,/^def _bounded_limit/s/elif value > rules.max:/elif value >= rules.max:/|tests/engine/test_resources.py::TestHowABoundedRequestIsExplained
 resources-limitrange-min-le|webhook/core/resources.py|/^def _bounded_request/,/^def _bounded_limit/s/value < bounds.min:/value <= bounds.min:/|tests/engine/test_resources.py::TestHowABoundedRequestIsExplained

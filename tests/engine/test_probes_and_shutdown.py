@@ -12,12 +12,30 @@ from tests.engine.test_resources import recommendation
 from webhook.core.decision import POD_TARGET
 from webhook.core.facts import ClusterFacts
 from webhook.core.patch import PatchBuilder
-from webhook.core.pod import INJECTED_ANNOTATION, PROBE_PATH_ANNOTATION
-from webhook.core.shutdown import existing_sleep, grace_period
+from webhook.core.pod import INJECTED_ANNOTATION, PROBE_PATH_ANNOTATION, ContainerRef
+from webhook.core.policy import Policy
+from webhook.core.probes import probe_container
+from webhook.core.shutdown import existing_sleep, grace_period, grace_set_by_person, is_windows, pre_stop
 
 LIVE = policy("probes:\n  liveness: {enabled: true}", name="live")
 
 TCP_8080 = {"tcpSocket": {"port": 8080}}
+METRICS = {"containerPort": 9090, "name": "metrics"}
+
+
+def ref_of(body: dict[str, Any]) -> ContainerRef:
+    return ContainerRef("containers", 0, body, body["name"])
+
+
+def probed(
+    body: dict[str, Any], *, using: Policy = LIVE, targeted: frozenset[int | str] = frozenset(),
+    served: int | None = None, path: str | None = None,
+) -> tuple[list[Any], dict[str, Any]]:
+    """`probe_container` asked directly: its injections, and the probes its patch sets by field."""
+    patch = PatchBuilder(pod(body))
+    injections = probe_container(ref_of(body), policy=using, path_annotation=path, profile=None, patch=patch,
+                                 targeted=targeted, served=served)
+    return injections, {op["path"].rsplit("/", 1)[1]: op["value"] for op in patch.ops}
 
 
 class TestWhichContainersGetProbes:
@@ -189,6 +207,37 @@ class TestHowAProbeIsExplained:
             pytest.param(pod(container()), policy(name="default"), "readinessProbe",
                          "tcp :8080 every 5s x3 (budget 15s)", 'serving port, policy "default"',
                          id="tcp-on-the-serving-port"),  # "serving port" changed
+            pytest.param(pod(container(), annotations={PROBE_PATH_ANNOTATION: "/healthz"}),
+                         policy(name="default"), "readinessProbe",
+                         "http :8080/healthz every 5s x3 (budget 15s)",
+                         'path from pod annotation, policy "default"',
+                         id="http-path-from-the-annotation"),  # the annotation's source text changed or lost
+            pytest.param(pod(container()), policy("probes: {httpPath: /ready}", name="ready"),
+                         "readinessProbe", "http :8080/ready every 5s x3 (budget 15s)",
+                         'path from policy "ready", policy "ready"',
+                         id="http-path-from-the-policy"),  # `or True`: the annotation named instead
+            pytest.param(pod(container(ports=(8080, METRICS))), policy(name="default"), "readinessProbe",
+                         "tcp :8080 every 5s x3 (budget 15s)",
+                         'serving port (not metrics :9090), policy "default"',
+                         id="a-side-port-passed-over-is-named"),  # `=` for `+=`: the reason lost
+            pytest.param(pod(container(ports=(8080, METRICS)),
+                             annotations={PROBE_PATH_ANNOTATION: "/healthz"}),
+                         policy(name="default"), "readinessProbe",
+                         "http :8080/healthz every 5s x3 (budget 15s)",
+                         'path from pod annotation (not metrics :9090), policy "default"',
+                         id="a-side-port-passed-over-by-an-http-probe"),  # "http" misspelt in the prefixes
+            pytest.param(pod(container(ports=(METRICS,))), policy(name="default"), "readinessProbe",
+                         "tcp :9090 every 5s x3 (budget 15s)", 'serving port, policy "default"',
+                         id="only-a-side-port-is-not-passed-over"),  # the probed port's number not compared
+            pytest.param(
+                pod(container(ports=(8080, METRICS, {"containerPort": 9091, "name": "admin"},
+                                      {"containerPort": 9092, "name": "debug"},
+                                      {"containerPort": 9093, "name": "pprof"}))),
+                policy(name="default"), "readinessProbe", "tcp :8080 every 5s x3 (budget 15s)",
+                'serving port (not metrics :9090, admin :9091, debug :9092), policy "default"',
+                id="at-most-three-side-ports-are-named"),  # `[:4]`, or another separator
+            pytest.param(pod(container()), LIVE, "startupProbe", "tcp :8080 every 5s x60 (budget 300s)",
+                         'serving port, policy "live"', id="start-up-budget-default"),
         ],
     )
     def test_each_new_probe_says_what_it_checks_and_why(
@@ -281,3 +330,197 @@ class TestExistingSleep:
         """What the grace period counts of a hook a person wrote; a malformed one (mutating webhooks see
         the Pod before validation) reads as no pause rather than failing the decision."""
         assert existing_sleep({"name": "app", "lifecycle": {"preStop": pre_stop}}) == seconds
+
+
+class TestTheStartUpBudget:
+    @pytest.mark.parametrize(
+        ("startup_seconds", "value", "note"),
+        [
+            pytest.param(150, "tcp :8080 every 5s x60 (budget 300s)", "",
+                         id="twice-the-start-up-is-the-policys-budget"),  # `>=` for `>`: a note for no change
+            pytest.param(400, "tcp :8080 every 5s x160 (budget 800s)", "; budget 2 x observed start-up 400s",
+                         id="twice-the-start-up-beyond-the-policys-budget"),  # `*` for `/`, 3 x, no note
+        ],
+    )
+    def test_the_startup_probe_waits_twice_the_observed_start_up_and_says_so(
+        self, startup_seconds: int, value: str, note: str
+    ) -> None:
+        """The default startup probe (every 5 s x 60) widened to twice an observed start-up only when that
+        exceeds it. Kills: `2 * seconds * period`, `3 *`, `needed >= threshold`, the budget note as None."""
+        profile = recommendation(startup_cpu=Decimal(2), startup_seconds=startup_seconds)
+        decision, _ = run(pod(container()), profiles={"app": profile}, using=LIVE)
+        [injection] = [i for i in decision.injections if i.field == "startupProbe"]
+        assert (injection.target, injection.value, injection.source) == (
+            "app", value, f'serving port, policy "live"{note}'
+        )
+
+
+class TestWhichPortIsProbed:
+    @pytest.mark.parametrize(
+        ("ports", "targeted", "served", "port"),
+        [
+            pytest.param(({"containerPort": 8080, "name": "http"}, 9000), frozenset({9000}), None, 9000,
+                         id="the-port-a-service-sends-to-before-one-named-http"),  # `targeted` not passed
+            pytest.param((), frozenset(), 8080, 8080,
+                         id="an-undeclared-port-a-service-sends-to"),  # the served port dropped or misread
+            pytest.param((9000,), frozenset(), 8080, 9000,
+                         id="a-declared-port-before-an-undeclared-one"),  # `or` for `and`, `is not None`
+            pytest.param((), frozenset(), None, None,
+                         id="no-port-at-all-no-probe"),  # `served is None`: a probe on port None
+        ],
+    )
+    def test_the_probe_checks_the_port_traffic_comes_to(
+        self, ports: tuple[Any, ...], targeted: frozenset[int | str], served: int | None, port: int | None
+    ) -> None:
+        """Kills the mutants of `probe_container`'s port choice: `serving_port` without the Services' ports,
+        `port is None or served ...`, `port is not None and ...`, `served is None`, and the served port
+        stored as None or under a misspelt key."""
+        injections, probes = probed(container(ports=ports), targeted=targeted, served=served)
+        if port is None:
+            assert (injections, probes) == ([], {})
+        else:
+            assert probes["readinessProbe"]["tcpSocket"] == {"port": port}
+            assert [i.target for i in injections] == ["app"] * 3
+
+    @pytest.mark.parametrize(
+        ("ports", "targeted", "source"),
+        [
+            pytest.param((8080,), frozenset({8080}), "the port the Service sends to", id="by-number"),
+            pytest.param(({"containerPort": 8080, "name": "web"},), frozenset({"web"}),
+                         "the port the Service sends to", id="by-name"),  # the name misread, `and` for `or`
+            pytest.param((8080, METRICS), frozenset({8080}),
+                         "the port the Service sends to (not metrics :9090)", id="beside-a-side-port"),
+            pytest.param((8080,), frozenset({9000}), "serving port", id="another-port-targeted"),
+        ],
+    )
+    def test_a_tcp_probe_on_the_port_a_service_sends_to_says_so(
+        self, ports: tuple[Any, ...], targeted: frozenset[int | str], source: str
+    ) -> None:
+        """Kills: whether the Service sends to the port judged as None, with `and`, or from a misspelt
+        `name`; and the text that says so changed."""
+        injections, _ = probed(container(ports=ports), targeted=targeted, using=policy(name="default"))
+        [readiness] = injections
+        assert readiness.source == f'{source}, policy "default"'
+
+
+class TestWhoseGracePeriodItIs:
+    @pytest.mark.parametrize(
+        ("grace", "personal"),
+        [(45, 45), (0, 0), (30, None), (None, None), (True, None), ("45", None), (45.0, None)],
+    )
+    def test_only_an_integer_other_than_the_default_is_a_persons_grace_period(
+        self, grace: object, personal: int | None
+    ) -> None:
+        """A malformed value (the webhook sees the Pod before validation) is nobody's choice. Kills `and` for
+        the first `or` in the type test (a bool or a string read as a person's grace period)."""
+        subject = pod(container(), grace=None)
+        if grace is not None:
+            subject["spec"]["terminationGracePeriodSeconds"] = grace
+        assert grace_set_by_person(subject) == personal
+
+
+class TestWhichPodsRunOnWindows:
+    @pytest.mark.parametrize(
+        ("spec", "windows"),
+        [
+            pytest.param({"os": {"name": "windows"}}, True, id="spec-os-windows"),
+            pytest.param({"os": {"name": "linux"}}, False, id="spec-os-linux"),
+            pytest.param({"os": "windows"}, False, id="spec-os-not-an-object"),  # the type test `or True`
+            pytest.param({"nodeSelector": {"kubernetes.io/os": "windows"}}, True, id="node-selector"),
+            pytest.param({}, False, id="neither"),
+        ],
+    )
+    def test_a_pod_runs_on_windows_by_its_os_or_its_node_selector(
+        self, spec: dict[str, Any], windows: bool
+    ) -> None:
+        """Kills the mutants of `is_windows` that misread `spec.os.name` (the key, the value, the `or {}`,
+        the type test)."""
+        assert is_windows(pod(container(), **spec)) is windows
+
+
+class TestWhatAPreStopSleepSays:
+    @pytest.mark.parametrize(
+        ("facts", "using", "pause", "source"),
+        [
+            pytest.param(ClusterFacts(server_version=(1, 30)), policy(name="default"), None,
+                         'native sleep, cluster 1.30, policy "default"', id="native"),
+            pytest.param(ClusterFacts(server_version=(1, 29)), policy(name="default"), None,
+                         'exec /bin/sleep (no native sleep before 1.30), cluster 1.29, policy "default"',
+                         id="exec"),
+            pytest.param(ClusterFacts(), policy(name="default"), None,
+                         'native sleep, cluster version unknown, so native, policy "default"',
+                         id="version-unknown"),
+            pytest.param(ClusterFacts(server_version=(1, 33)), policy(name="default"), (20, "behind an ALB"),
+                         'behind an ALB; native sleep, cluster 1.33, policy "default"',
+                         id="sized-from-the-path"),
+        ],
+    )
+    def test_the_sleep_says_how_it_sleeps_on_which_cluster_under_which_policy(
+        self, facts: ClusterFacts, using: Policy, pause: tuple[int, str] | None, source: str
+    ) -> None:
+        """Kills: a path text invented when none was given, `fitted` as None or text when nothing was
+        shortened, the version text as None, `server_version and (0, 0)`, the exec text changed, and the
+        injection's target as None."""
+        body = container()
+        injection, seconds, warning = pre_stop(
+            ref_of(body), policy=using, facts=facts, windows=False, grace=None, patch=PatchBuilder(pod(body)),
+            pause=pause,
+        )
+        assert injection is not None
+        assert (injection.target, injection.field, injection.source) == ("app", "preStop", source)
+        assert warning is None
+        assert seconds == (pause[0] if pause else 5)
+
+    @pytest.mark.parametrize(
+        ("grace", "seconds", "fitted"),
+        [
+            pytest.param(12, 5, "", id="a-grace-over-twice-the-sleep"),  # `seconds * 3 > grace`
+            pytest.param(10, 5, "", id="a-grace-of-exactly-twice-the-sleep"),  # `>=` for `>`
+            pytest.param(9, 4, "; shortened to half the Pod's grace period of 9s", id="a-grace-under-twice"),
+            pytest.param(2, 1, "; shortened to half the Pod's grace period of 2s",
+                         id="a-grace-of-2s"),  # `grace <= 2`, `grace < 3`
+        ],
+    )
+    def test_a_persons_grace_period_keeps_the_sleep_to_half_of_it(
+        self, grace: int, seconds: int, fitted: str
+    ) -> None:
+        """Kills the boundary mutants of the fit to a person's grace period (`* 3`, `>=`, `grace <= 2`,
+        `grace < 3`)."""
+        body = container()
+        injection, slept, warning = pre_stop(
+            ref_of(body), policy=policy(name="default"), facts=ClusterFacts(server_version=(1, 30)),
+            windows=False, grace=grace, patch=PatchBuilder(pod(body)),
+        )
+        assert injection is not None
+        assert (injection.value, slept, warning) == (f"sleep {seconds}s", seconds, None)
+        assert injection.source == f'native sleep, cluster 1.30, policy "default"{fitted}'
+
+    @pytest.mark.parametrize(
+        ("body", "facts", "using", "windows", "grace", "warning"),
+        [
+            pytest.param(container(lifecycle={"preStop": {"httpGet": {"path": "/drain", "port": 8080}}}),
+                         ClusterFacts(server_version=(1, 30)), policy(), False, None, None,
+                         id="a-hook-of-its-own"),
+            pytest.param(container(), ClusterFacts(server_version=(1, 30)), policy(), False, 1,
+                         "app: no preStop sleep: the Pod's grace period is 1s", id="a-grace-period-of-1s"),
+            pytest.param(container(), ClusterFacts(), policy("preStop: {whenVersionUnknown: skip}"), False,
+                         None, None, id="version-unknown-and-skip"),
+            pytest.param(container(), ClusterFacts(server_version=(1, 29)), policy(), True, None,
+                         "app: no preStop sleep: cluster lacks native sleep and Windows node", id="windows"),
+            pytest.param(container(), ClusterFacts(server_version=(1, 29)),
+                         policy("preStop: {allowExec: false}", name="no-exec"), False, None,
+                         "app: no preStop sleep: cluster lacks native sleep and"
+                         ' policy "no-exec" forbids exec',
+                         id="exec-forbidden"),
+        ],
+    )
+    def test_no_sleep_is_zero_seconds_slept_with_the_reason(
+        self, body: dict[str, Any], facts: ClusterFacts, using: Policy, windows: bool, grace: int | None,
+        warning: str | None,
+    ) -> None:
+        """`pre_stop` returns the seconds it slept: 0 when it adds no sleep (kills each `return None, 1,
+        ...`), and the reason word for word (kills `"Windows node" if windows or True`, its text changed)."""
+        patch = PatchBuilder(pod(body))
+        assert pre_stop(ref_of(body), policy=using, facts=facts, windows=windows, grace=grace,
+                        patch=patch) == (None, 0, warning)
+        assert patch.ops == ()

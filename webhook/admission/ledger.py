@@ -100,12 +100,7 @@ class QuotaLedger:
         """Remember what a just-admitted Pod charges each quota that counts it."""
         now = self._clock()
         kept = self._left.get(namespace)
-        if kept is not None:
-            if not charges.keys() <= kept[2].keys():
-                del self._left[namespace]  # a quota it was not worked out for: afresh next time
-                kept = None
-            elif now + self.ttl < kept[1]:
-                self._left[namespace] = kept = (kept[0], now + self.ttl, kept[2])
+        lefts = kept[2] if kept is not None else None
         for name, amounts in charges.items():
             key = (namespace, name)
             entries = self._entries.get(key)
@@ -114,14 +109,20 @@ class QuotaLedger:
             else:
                 total = self._totals[key]
             entries.append((now, amounts))
-            left = kept[2][name] if kept is not None else {}
+            left = lefts.get(name) if lefts is not None else None
+            if lefts is not None and left is None:  # a quota `left` was not worked out for: afresh
+                del self._left[namespace]
+                lefts = None
             for resource, amount in amounts.items():
                 total[resource] = total[resource] + amount if resource in total else amount
-                if resource in left:
+                if left is not None and resource in left:
                     left[resource] -= amount
             if len(entries) > self.max_entries:
                 self._take(total, entries.popleft()[1])
                 self._left.pop(namespace, None)
+                lefts = None
+        if kept is not None and lefts is not None and now + self.ttl < kept[1]:
+            self._left[namespace] = (kept[0], now + self.ttl, lefts)  # the first entry: it expires first
 
     @staticmethod
     def _take(total: dict[str, Decimal], charges: _Charges) -> None:

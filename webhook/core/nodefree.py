@@ -140,7 +140,8 @@ def _container_values(body: Mapping[str, Any], over: Mapping[str, str] | None) -
     return found
 
 
-_NAMES = frozenset(key for _section, _resource, key in _KEYS)
+_ORDER = tuple(key for _section, _resource, key in _KEYS)
+_NAMES = frozenset(_ORDER)
 
 
 def spec_totals(pod: Mapping[str, Any], over: Mapping[str, Mapping[str, str]]) -> dict[str, Decimal]:
@@ -149,9 +150,14 @@ def spec_totals(pod: Mapping[str, Any], over: Mapping[str, Mapping[str, str]]) -
     "requests.cpu" -> quantity text) over its containers' own values, in one pass and without a copy
     of the Pod: what node fit, quota and the charges ask of each set of values pod-tailor injects."""
     spec = pod.get("spec") or {}
+    total: dict[str, Decimal] = {}
+    if not spec.get("initContainers") and not spec.get("overhead") and not spec.get("resources"):
+        for body in spec.get("containers") or ():  # the usual Pod: its containers' sum is all there is
+            for key, value in _container_values(body, over.get(body.get("name"))).items():
+                total[key] = total[key] + value if key in total else value
+        return {key: _ZERO if (value := total.get(key, _ZERO)) < _ZERO else value for key in _ORDER}
     pod_level = (spec.get("resources") or {})
     level = {section: cpu_memory(pod_level.get(section)) for section in ("requests", "limits")}
-    total: dict[str, Decimal] = {}
     sidecars: dict[str, Decimal] = {}
     init_peak: dict[str, Decimal] = {}
     for body in spec.get("initContainers") or ():

@@ -35,9 +35,9 @@ def _existing_handler(container: Mapping[str, Any]) -> tuple[str, dict[str, Any]
 
 
 def _handler(
-    container: Mapping[str, Any], *, port: int, path: str | None, path_source: str
+    container: Mapping[str, Any], *, port: int, path: str | None, path_source: str, to_service: bool
 ) -> tuple[dict[str, Any], str, str]:
-    """(handler, how it reads, why) for a new probe."""
+    """(handler, how it reads, why) for a new probe. `to_service`: a selecting Service sends to `port`."""
     reused = _existing_handler(container)
     if reused is not None:
         origin, handler = reused
@@ -45,7 +45,8 @@ def _handler(
         return handler, f"{kind} as in {origin}", f"same check as the container's {origin}"
     if path is not None:
         return {"httpGet": {"path": path, "port": port, "scheme": "HTTP"}}, f"http :{port}{path}", path_source
-    return {"tcpSocket": {"port": port}}, f"tcp :{port}", "serving port"
+    why = "the port the Service sends to" if to_service else "serving port"
+    return {"tcpSocket": {"port": port}}, f"tcp :{port}", why
 
 
 def _shape(shape: ProbeShape, *, failure_threshold: int | None = None) -> dict[str, int]:
@@ -83,7 +84,10 @@ def probe_container(
     number = int(port["containerPort"])
     path: str | None = path_annotation or policy.http_path
     path_source = "path from pod annotation" if path_annotation else f'path from policy "{policy.name}"'
-    handler, reads, why = _handler(ref.body, port=number, path=path, path_source=path_source)
+    to_service = number in targeted or port.get("name") in targeted
+    handler, reads, why = _handler(
+        ref.body, port=number, path=path, path_source=path_source, to_service=to_service
+    )
     passed_over = [
         f"{other['name']} :{other['containerPort']}"
         for other in ref.body.get("ports") or ()
@@ -91,9 +95,6 @@ def probe_container(
     ]
     if passed_over and reads.startswith(("tcp", "http")):
         why += f" (not {', '.join(passed_over[:3])})"
-    served = number in targeted or port.get("name") in targeted
-    if served and reads.startswith(("tcp", "http")):
-        why = why.replace("serving port", "the port the Service sends to", 1)
     injections = []
     rec = usable_recommendation(profile, policy)
     liveness = policy.liveness.enabled or ref.body.get("livenessProbe") is not None
