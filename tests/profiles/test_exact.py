@@ -198,6 +198,19 @@ def test_a_floor_above_the_percentile_is_lowered_for_that_pool_and_fetched_again
     assert abs(value / exact - 1) <= 1e-3
 
 
+def test_a_pool_short_of_points_is_fetched_again_only_in_the_band_under_its_floor(mix: Mix) -> None:
+    """No count asked again, no point fetched twice: the rounds together fetch what one fetch at the
+    last floor would have, and each round after the first is one query (one batch, one span)."""
+    exact = quantile(mix.observed.cpu[("mix/Deployment/shards", "app")], 0.95)
+    value, outcome = _fetch(mix, "shards", floor=4 * exact)
+    assert outcome.rounds >= 2
+    assert outcome.queries == 2 + (outcome.rounds - 1)
+    once, at_last = _fetch(mix, "shards", floor=outcome.floors["shards"])
+    assert at_last.rounds == 1
+    assert outcome.points == at_last.points
+    assert value == once
+
+
 def test_a_budget_smaller_than_one_series_cuts_the_window_into_spans_that_add_up(mix: Mix) -> None:
     exact = quantile(mix.observed.cpu[("mix/Deployment/shards", "app")], 0.95)
     value, outcome = _fetch(mix, "shards", floor=0.9 * exact, budget=600)  # a series: ~1,700 points

@@ -128,13 +128,13 @@ class TestTheStore:
 
 
 class TestTheBudget:
-    @pytest.mark.parametrize(("hourly", "budget", "asked"), [
+    @pytest.mark.parametrize(("series", "budget", "asked"), [
         (0.0, 0, 2 * 2 + 5),  # unknown: a day's first piece of 6 hours, then the rest of it in one
-        (1_000.0, 8_000, 7 * 6),  # two in flight, four hours each under half the budget: six a day
-        (1_000.0, 1_000, 7 * 24),  # not even an hour under half of it: an hour at a time
+        (15.0, 2_000, 7 * 6),  # 4 hours x 15 series: 60 series-steps, 3 % of the budget: six a day
+        (1_000.0, 1_000, 7 * 24),  # not even an hour under 3 % of it: an hour at a time
     ])
-    def test_each_piece_reads_at_most_the_queries_budget_of_raw_samples_and_answers_the_same(
-        self, history: History, hourly: float, budget: int, asked: int
+    def test_each_piece_holds_at_most_a_share_of_the_queries_budget_and_answers_the_same(
+        self, history: History, series: float, budget: int, asked: int
     ) -> None:
         prom = Prometheus(history.prometheus.url)
         try:
@@ -145,7 +145,7 @@ class TestTheBudget:
             before = prom.queries
             pieces = summarize(prom, namespaces=("shop",), rate_window=600, recorded=None, owners=owners,
                                end=scenarios.END, days=7, progress=lambda _: None, interval=300.0,
-                               hourly=hourly, budget=budget)
+                               series=series, budget=budget)
             assert prom.queries - before == asked
             # Equal to the float, but for the order Prometheus averages the Pods in (a hash map's).
             mine, theirs = _flat(pieces), _flat(whole)

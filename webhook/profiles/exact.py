@@ -81,11 +81,13 @@ class Outcome:
     points: int = 0  # usage points fetched (above the floors)
     total: int = 0  # usage points in the pools
     refetched: int = 0  # pools fetched again with a lower floor
+    rounds: int = 0  # fetches: the first, and those of the pools short of points, in the band below
+    floors: dict[object, float] = field(default_factory=dict)  # the floor each value was read above
 
 
 @dataclass
 class _Known:
-    total: int = 0
+    total: int = 0  # counted in the first fetch
     floor: float = -math.inf  # every point above it is in `top`
     top: list[float] = field(default_factory=list)
 
@@ -121,17 +123,21 @@ def top_fetch(
         if not todo:
             break
         last = attempt == _FETCHES - 1
-        fresh = {pool.key: _Known() for pool in todo}
-        for pool in todo:
-            fresh[pool.key].floor = -math.inf if last else floors[pool.key]
+        # A pool fetched before knows its points and every point above its floor then: it is asked
+        # again only for the band under that floor (`ceiling`), and no count.
+        fresh = {pool.key: _Known(floor=-math.inf if last else floors[pool.key]) for pool in todo}
+        ceilings = {key: known[key].floor for key in fresh if key in known}
         batches = _batches([pool for pool in todo if pool.series], fresh, budget=budget, step=step,
                            interval=interval, window=window, lives=lives, neighbours=neighbours,
-                           max_bytes=max_query_bytes)
+                           max_bytes=max_query_bytes, ceilings=ceilings)
         asked = [
             (batch, span, _ask(prom, pool_executor, batch, span=span, step=step, rate_window=rate_window,
-                               recorded=recorded))
+                               recorded=recorded, counts=attempt == 0))
             for batch, span in batches
         ]
+        for pool in todo:  # a pool's points are known above the highest floor of its batches (below)
+            if pool.series:
+                fresh[pool.key].floor = -math.inf
         for batch, _, answer in asked:
             owners = batch.owners
             counts, tops = answer.result()
@@ -143,21 +149,29 @@ def top_fetch(
                 sid = series_id(labels)
                 if sid in owners:
                     found = fresh[owners[sid]]
-                    # A pool over several batches keeps what all of them fetched: above the highest floor.
-                    found.floor = max(found.floor, batch.floor)
                     found.top += values
+            for key in set(owners.values()):
+                # A pool over several batches keeps what all of them fetched: above the highest floor.
+                fresh[key].floor = max(fresh[key].floor, batch.floor)
         for pool in todo:
             found = fresh[pool.key]
-            found.total += len(pool.values)
-            found.top = [v for v in [*found.top, *pool.values] if v > found.floor]
-            outcome.points += len(found.top)
-            known[pool.key] = found
+            before_floor = known[pool.key].floor if pool.key in known else math.inf
+            band = [v for v in [*found.top, *pool.values] if found.floor < v <= before_floor]
+            outcome.points += len(band)
+            if pool.key in known:  # what the earlier fetches found, and the band under it
+                known[pool.key].top += band
+                known[pool.key].floor = found.floor
+            else:
+                found.total += len(pool.values)
+                found.top = band
+                known[pool.key] = found
         short = []
         for pool in todo:
             found = known[pool.key]
             value = from_top(found.top, total=found.total, q=q)
             if value is not None:
                 outcome.values[pool.key] = value
+                outcome.floors[pool.key] = found.floor
                 outcome.total += found.total
             elif found.total > 0:
                 short.append(pool)
@@ -165,6 +179,7 @@ def top_fetch(
         again = f"; {len(short)} with too few points above their floor, asked again lower" if short else ""
         progress(f"  exact CPU: fetch {attempt + 1}, {len(todo)} pool(s) in {len(asked)} batch(es){again}")
         outcome.refetched += len(short)
+        outcome.rounds = attempt + 1
         todo = short
     outcome.queries = prom.queries - before
     return outcome
@@ -177,6 +192,7 @@ class _Batch:
 
     owners: dict[SeriesId, object]  # the series asked -> its pool
     floor: float
+    ceiling: float = math.inf  # a band's top (its pools fetched before above their floors): what they lack
     groups: dict[str, tuple[set[str], set[str]]] = field(default_factory=dict)  # container -> (ns, pods)
 
     def add(self, sid: SeriesId) -> None:
@@ -189,7 +205,8 @@ class _Batch:
         pods = sorted({sid[1] for sid in self.owners})
         out = []
         for part in (set(pods[: len(pods) // 2]), set(pods[len(pods) // 2:])):
-            half = _Batch({sid: key for sid, key in self.owners.items() if sid[1] in part}, self.floor)
+            half = _Batch({sid: key for sid, key in self.owners.items() if sid[1] in part}, self.floor,
+                          self.ceiling)
             for sid in half.owners:
                 half.add(sid)
             out.append(half)
@@ -205,19 +222,20 @@ class _Batch:
 
 def _ask(
     prom: Prometheus, executor: Executor, batch: _Batch, *, span: tuple[float, float], step: int,
-    rate_window: int, recorded: str | None,
+    rate_window: int, recorded: str | None, counts: bool,
 ) -> Future[tuple[list[Sample], list[Values]]]:
     return executor.submit(_read, prom, batch, span=span, step=step, rate_window=rate_window,
-                           recorded=recorded)
+                           recorded=recorded, counts=counts)
 
 
 def _read(
     prom: Prometheus, batch: _Batch, *, span: tuple[float, float], step: int, rate_window: int,
-    recorded: str | None, splits: int = 0,
+    recorded: str | None, counts: bool = True, splits: int = 0,
 ) -> tuple[list[Sample], list[Values]]:
-    """One batch over one span: its points per series (instant, at the span's end) and its points
-    above the floor (a range query on the same grid: multiples of `step` in (lo, hi]). Refused for
-    its size (the server's own limit under the plan), asked again in halves: Pods, then time."""
+    """One batch over one span: its points per series (instant, at the span's end; `counts`) and its
+    points above the floor, up to its ceiling (a range query on the same grid: multiples of `step` in
+    (lo, hi]). Refused for its size (the server's own limit under the plan), asked again in halves:
+    Pods, then time."""
     lo, hi = span
     usages = batch.usages(rate_window=rate_window, recorded=recorded)
     # One second short of the span: the grid (lo, hi] in Prometheus 2 (whose subqueries include their
@@ -226,10 +244,12 @@ def _read(
     sub = f"[{width}:{queries.promql_duration(step)}]"
     counted = " or ".join(f"count_over_time({usage}{sub})" for usage in usages)
     floor = "" if math.isinf(batch.floor) else f" > {batch.floor!r}"
+    floor += "" if math.isinf(batch.ceiling) else f" <= {batch.ceiling!r}"
     above = " or ".join(f"{usage}{floor}" for usage in usages)
     first = (math.floor(lo / step) + 1) * step
     try:
-        return prom.instant(counted, at=hi), prom.range_values(above, start=first, end=hi, step=step)
+        return (prom.instant(counted, at=hi) if counts else [],
+                prom.range_values(above, start=first, end=hi, step=step))
     except TooManySamplesError:
         steps = round((hi - lo) / step)
         if splits >= _SPLITS or (len({sid[1] for sid in batch.owners}) < 2 and steps < 2):
@@ -239,14 +259,14 @@ def _read(
         else:
             middle = lo + steps // 2 * step
             pieces = [(batch, (lo, middle)), (batch, (middle, hi))]
-        counts: list[Sample] = []
+        numbers: list[Sample] = []
         tops: list[Values] = []
         for piece, piece_span in pieces:
             found = _read(prom, piece, span=piece_span, step=step, rate_window=rate_window, recorded=recorded,
-                          splits=splits + 1)
-            counts += found[0]
+                          counts=counts, splits=splits + 1)
+            numbers += found[0]
             tops += found[1]
-        return counts, tops
+        return numbers, tops
 
 
 def _spans(window: tuple[float, float], *, pieces: int, step: int) -> list[tuple[float, float]]:
@@ -259,10 +279,11 @@ def _spans(window: tuple[float, float], *, pieces: int, step: int) -> list[tuple
 def _batches(
     pools: Sequence[Pool], known: Mapping[object, _Known], *, budget: int, step: int, interval: float,
     window: tuple[float, float], lives: Mapping[SeriesId, float],
-    neighbours: Mapping[str, Sequence[SeriesId]], max_bytes: int,
+    neighbours: Mapping[str, Sequence[SeriesId]], max_bytes: int, ceilings: Mapping[object, float],
 ) -> list[tuple[_Batch, tuple[float, float]]]:
     """(batch, span) to ask: pools of alike floors together, each batch's selected series (every
-    container of its Pods that its container names match) under `budget` materialised points."""
+    container of its Pods that its container names match) under `budget` materialised points; a
+    batch of pools fetched before asks up to the highest of their old floors (`ceilings`)."""
     span_width = window[1] - window[0]
 
     def cost(sid: SeriesId, width: float) -> float:
@@ -305,6 +326,9 @@ def _batches(
                 extra = sum(cost(other, width) for other in grown)
             current.owners[sid] = pool.key
             current.floor = min(current.floor, floor)
+            if pool.key in ceilings:
+                ceiling = ceilings[pool.key]
+                current.ceiling = ceiling if math.isinf(current.ceiling) else max(current.ceiling, ceiling)
             group = current.groups.get(container)
             size += _GROUP_TEXT + len(container) if group is None else 0
             size += len(pod) + 3 if group is None or pod not in group[1] else 0

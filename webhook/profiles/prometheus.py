@@ -10,13 +10,14 @@ from __future__ import annotations
 import functools
 import math
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 import orjson
 
+from webhook.profiles.lean import matrix
 from webhook.profiles.queries import scoped
 
 __all__ = [
@@ -56,7 +57,7 @@ class Series:
     points: tuple[tuple[float, float], ...]  # (unix seconds, value)
 
 
-Values = tuple[Mapping[str, str], list[float]]  # one series of a range answer, its values only
+Values = tuple[Mapping[str, str], Sequence[float]]  # one series of a range answer, its values only
 
 
 @dataclass
@@ -89,7 +90,10 @@ class Prometheus:
         if self.client is not None:
             self.client.close()
 
-    def _call(self, endpoint: str, params: dict[str, str], *, listing: bool = False) -> Any:
+    def _call(
+        self, endpoint: str, params: dict[str, str], *, listing: bool = False, lean: bool = False
+    ) -> Any:
+        """The answer's `data`; `lean`: a matrix's result as (labels, values) pairs (`lean.matrix`)."""
         assert self.client is not None
         with self._lock:
             self.queries += 1
@@ -110,8 +114,9 @@ class Prometheus:
             raise OverloadedError(f"Prometheus at {self.url}: no answer within {self.timeout:g}s") from None
         except httpx.HTTPError as exc:
             raise PrometheusError(f"cannot reach Prometheus at {self.url}: {exc}") from None
+        read = matrix(response.content) if lean else None
         try:
-            body = orjson.loads(response.content)  # large answers: faster and leaner than json
+            body = orjson.loads(response.content) if read is None else read[0]  # faster and leaner than json
         except orjson.JSONDecodeError:
             error = OverloadedError if response.status_code in _OVERLOADED else PrometheusError
             raise error(
@@ -138,6 +143,9 @@ class Prometheus:
         if not isinstance(data, dict) or "result" not in data:
             raise PrometheusError(f"Prometheus at {self.url}: answer without data.result")
         self._count(data.get("stats"))
+        if lean:
+            data["result"] = read[1] if read is not None else [
+                (item["metric"], [float(v) for _, v in item["values"]]) for item in data["result"]]
         return data
 
     def _count(self, stats: Any) -> None:
@@ -183,19 +191,21 @@ class Prometheus:
     def range_values(self, query: str, *, start: float, end: float, step: int) -> list[Values]:
         """`range` without timestamps or order: (labels, values) per series and piece, negative values
         as 0 (a counter's reset). For answers of millions of points, where only the values count."""
-        return [
-            (item["metric"], [max(float(v), 0.0) for _, v in item["values"]])
-            for item in self._ranged(query, start=start, end=end, step=step)
-        ]
+        out: list[Values] = []
+        for labels, values in self._ranged(query, start=start, end=end, step=step, lean=True):
+            out.append((labels, values if min(values, default=0.0) >= 0 else [max(v, 0.0) for v in values]))
+        return out
 
-    def _ranged(self, query: str, *, start: float, end: float, step: int) -> Iterator[Any]:
+    def _ranged(
+        self, query: str, *, start: float, end: float, step: int, lean: bool = False
+    ) -> Iterator[Any]:
         pending = list(_pieces(start, end, step))[::-1]
         while pending:
             lo, hi = pending.pop()
             try:
                 data = self._call(
                     "/api/v1/query_range",
-                    {"query": query, "start": f"{lo:.3f}", "end": f"{hi:.3f}", "step": str(step)},
+                    {"query": query, "start": f"{lo:.3f}", "end": f"{hi:.3f}", "step": str(step)}, lean=lean,
                 )
             except TooManySamplesError:
                 steps = int((hi - lo) // step)

@@ -89,6 +89,14 @@ _PIECE = 6 * HOUR  # a day's first piece: at 2,000 workloads, a whole day's answ
 # but never over the raw samples 6 hours of 1-minute data hold (Prometheus' heap grows with those: a
 # day of 1-minute data at 500 workloads in one query took it from 35 to 370 MiB): a day at 4 minutes.
 _POINTS = 72_000
+# Series x hourly steps one piece holds at most, as a share of the build's per-query budget (3 %: 15,000
+# at the default 500 k). What this query costs Prometheus is selecting and decoding every series over the
+# piece (a query per hour is mostly that, again and again) and, in heap, a relabelled and regrouped copy
+# of every series at every step: on the 60 s peer set (4,668 series; 2 days, two in flight) pieces of
+# 1, 3, 6 and 12 hours took 21.8, 12.8, 10.6 and 10.0 s and Prometheus' heap to 60, 67, 87 and 105 MiB;
+# on the 300 s one (~1,900 series) pieces of 5, 12 and 24 hours to 45, 47 and 66 MiB. The raw samples a
+# piece reads do not predict it (the 60 s set's hour reads more of them than the 300 s set's 12 hours).
+_SHARE = 0.03
 _FINE = 60.0  # seconds between samples at which a piece is `_PIECE` at most
 _Day = dict[tuple[str, ...], "array[float]"]  # a series' labels -> its hourly values of a day (NaN: none)
 
@@ -126,7 +134,7 @@ def summarize(
     progress: Callable[[str], None],
     checkpoint: Checkpoint | None = None,
     interval: float = _FINE,
-    hourly: float = 0.0,
+    series: float = 0.0,
     budget: int = 0,
 ) -> dict[WorkloadKey, dict[str, UsageSummary]]:
     """Summaries by workload and container from the last `days` (a range query a day for a small fleet,
@@ -135,10 +143,10 @@ def summarize(
 
     With a `checkpoint` the days are UTC days (and the partial ones at the edges): the whole days it
     kept are not asked again, and the whole days asked are kept. `interval`: seconds between samples
-    (the pieces' length is bounded by the raw samples they read). `hourly`: raw samples an hour of every
-    series a query reads (its CPU and memory series), `budget`: raw samples one query may read (the
-    build's per-query budget); a piece is the whole hours under half of it (two are asked at a time),
-    at least one (0: unknown)."""
+    (the pieces' length is bounded by the raw samples they read). `series`: the live series a query
+    selects (CPU's, as many memory ones), `budget`: points one query may hold (the build's per-query
+    budget); a piece is the whole hours whose series x steps are under `_SHARE` of it, at least one
+    (0: unknown)."""
     query = queries.usage_by_controller(namespaces, rate_window=rate_window, recorded=recorded)
     usage: defaultdict[tuple[WorkloadKey, str, str], _Usage] = defaultdict(_Usage)
     last = end - end % HOUR
@@ -152,8 +160,8 @@ def summarize(
 
     widest = [0]  # the most series an answer held so far (the pieces are sized by it)
     longest = int(min(DAY, max(_PIECE, _PIECE * interval / _FINE))) // HOUR * HOUR
-    if hourly > 0 and budget > 0:  # two in flight at a time: together under one query's budget
-        longest = min(longest, max(1, int(budget / 2 // hourly)) * HOUR)
+    if series > 0 and budget > 0:
+        longest = min(longest, max(1, int(_SHARE * budget // series)) * HOUR)
 
     def asked(bounds: tuple[float, float]) -> _Day:
         """The hourly values in (lo, hi], asked a few hours at a time; kept when a whole UTC day."""
