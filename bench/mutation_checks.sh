@@ -104,6 +104,29 @@ resources-limitrange-min-le|webhook/core/resources.py|/^def _bounded_request/,/^
 resources-limitrange-max-ge|webhook/core/resources.py|/^def _bounded_request/,/^def _bounded_limit/s/value > bounds.max:/value >= bounds.max:/|tests/engine/test_resources.py::TestHowABoundedRequestIsExplained
 resources-policy-min-note|webhook/core/resources.py|s/"; raised to policy min"/"; RAISED TO POLICY MIN"/|tests/engine/test_resources.py::TestHowABoundedRequestIsExplained
 resources-limitrange-max-note|webhook/core/resources.py|s/"; lowered to LimitRange max"/"; lowered to limitrange max"/|tests/engine/test_resources.py::TestHowABoundedRequestIsExplained
+resources-oom-kills-unsaid|webhook/core/resources.py|s/if ev.oom_kills else "")/if (ev.oom_kills) and False else "")/|tests/engine/test_resources.py::TestProfiles::test_oom_kills_in_the_window_are_named_in_the_memory_source
+resources-startup-peak-ge|webhook/core/resources.py|s/and rec.startup_cpu > value/and rec.startup_cpu >= value/|tests/engine/test_resources.py::TestProfiles::test_a_start_up_peak_equal_to_the_derived_limit_leaves_the_ratio_as_the_explanation
+resources-limit-rounded-down|webhook/core/resources.py|s/value = _round(resource, value, up=True)/value = _round(resource, value, up=False)/|tests/engine/test_resources.py::TestHowABoundedLimitIsExplained
+resources-limit-max-ge|webhook/core/resources.py|/^def _bounded_limit/,$s/if bounds.max is not None and value > bounds.max:/if bounds.max is not None and value >= bounds.max:/|tests/engine/test_resources.py::TestHowABoundedLimitIsExplained
+resources-limit-ratio-ge|webhook/core/resources.py|s/and value > request \* bounds.max_ratio:/and value >= request * bounds.max_ratio:/|tests/engine/test_resources.py::TestHowABoundedLimitIsExplained
+resources-limit-ratio-divided|webhook/core/resources.py|s/and value > request \* bounds.max_ratio:/and value > request \/ bounds.max_ratio:/|tests/engine/test_resources.py::TestHowABoundedLimitIsExplained
+resources-limit-min-le|webhook/core/resources.py|/^def _bounded_limit/,$s/if bounds.min is not None and value < bounds.min:/if bounds.min is not None and value <= bounds.min:/|tests/engine/test_resources.py::TestHowABoundedLimitIsExplained
+resources-limit-min-dropped|webhook/core/resources.py|/^def _bounded_limit/,$s/value, note = bounds.min, f"{note}; raised to LimitRange min"/value, note = None/|tests/engine/test_resources.py::TestHowABoundedLimitIsExplained
+resources-ratio-rounded-up|webhook/core/resources.py|s/_round(resource, request \* bounds.max_ratio, up=False)/_round(resource, request * bounds.max_ratio, up=True)/|tests/engine/test_resources.py::TestHowABoundedLimitIsExplained -k rounded_down
+resources-round-always-up|webhook/core/resources.py|s/rounding=ROUND_CEILING if up else ROUND_FLOOR/rounding=ROUND_CEILING if (up) or True else ROUND_FLOOR/|tests/engine/test_resources.py::TestHowABoundedLimitIsExplained -k rounded_down
+resources-outside-min-le|webhook/core/resources.py|/^def _outside/,/^def _need/s/if value < rules.min:/if value <= rules.min:/|tests/engine/test_resources.py::TestAPersonsRequestOutsideThePolicy
+resources-outside-max-ge|webhook/core/resources.py|/^def _outside/,/^def _need/s/if value > rules.max:/if value >= rules.max:/|tests/engine/test_resources.py::TestAPersonsRequestOutsideThePolicy
+resources-outside-min-as-bytes|webhook/core/resources.py|s/is below the policy min {render(resource, rules.min)}/is below the policy min {render(None, rules.min)}/|tests/engine/test_resources.py::TestAPersonsRequestOutsideThePolicy
+resources-outside-max-unrendered|webhook/core/resources.py|s/is above the policy max {render(resource, rules.max)}/is above the policy max {render(resource, None)}/|tests/engine/test_resources.py::TestAPersonsRequestOutsideThePolicy
+resources-outside-always|webhook/core/resources.py|/^def _outside/,/^def _need/s/    return ""/    return "XXXX"/|tests/engine/test_resources.py::TestAPersonsRequestOutsideThePolicy
+resources-persons-or-for-and|webhook/core/resources.py|s/persons = request is not None and (ref.name/persons = request is not None or (ref.name/|tests/engine/test_resources.py::TestAPersonsRequestOutsideThePolicy
+resources-persons-none|webhook/core/resources.py|s/persons = request is not None and .*$/persons = None/|tests/engine/test_resources.py::TestAPersonsRequestOutsideThePolicy
+resources-unreadable-break|webhook/core/resources.py|/unreadable; left alone"/{n;n;s/continue/break/}|tests/engine/test_resources.py::TestUnreadableValues
+resources-unparsable-quoted-61|webhook/core/resources.py|s/return None, str(section\[resource\])\[:60\]$/return None, str(section[resource])[:61]/|tests/engine/test_resources.py::TestUnreadableValues
+resources-negative-quoted-61|webhook/core/resources.py|s/else (None, str(section\[resource\])\[:60\])/else (None, str(section[resource])[:61])/|tests/engine/test_resources.py::TestUnreadableValues
+resources-need-cpu-unread|webhook/core/resources.py|s/if rec is None or resource not in ("cpu", "memory"):/if rec is None or resource not in ("CPU", "memory"):/|tests/autoscalers/test_rule.py -k set_only_at_or_above
+resources-need-memory-for-cpu|webhook/core/resources.py|s/return rec.cpu if resource == "cpu" else rec.memory/return rec.cpu if (resource == "cpu") and False else rec.memory/|tests/autoscalers/test_rule.py -k set_only_at_or_above
+resources-need-and-for-or|webhook/core/resources.py|s/if rec is None or resource not in ("cpu", "memory"):/if rec is None and resource not in ("cpu", "memory"):/|tests/autoscalers/test_rule.py -k set_only_at_or_above
 deadline-budget-100|webhook/server/deadline.py|s/^BUDGET = 0.8/BUDGET = 1.0/|tests/server/test_attacks.py -k 80_percent
 deadline-budget-50|webhook/server/deadline.py|s/^BUDGET = 0.8/BUDGET = 0.5/|tests/server/test_attacks.py -k 80_percent
 deadline-ge-for-lt|webhook/server/mutate.py|s/- arrived >= BUDGET/- arrived < BUDGET/|tests/server/test_attacks.py -k 80_percent

@@ -123,6 +123,31 @@ class TestAnHpaOnUtilization:
             decision.warnings
         )
 
+    @pytest.mark.parametrize(
+        ("profiles", "expected_limit", "warnings"),
+        [
+            pytest.param({"app": recommendation("0.25", 300 * MIB)}, None,
+                         ["app: cpu limit not set: 200m is below the 250m history says it uses (hpa web)"],
+                         id="cpu history above the derived limit"),
+            pytest.param({"app": recommendation("0.15", 300 * MIB)}, "200m", [],
+                         id="cpu history under the derived limit"),
+            pytest.param({}, "200m", [], id="no history at all"),
+        ],
+    )
+    def test_a_cpu_limit_beside_a_held_request_is_set_only_at_or_above_what_history_says_it_uses(
+        self, profiles: dict[str, Any], expected_limit: str | None, warnings: list[str]
+    ) -> None:
+        """Kills resources.py's `_need` mutants on the cpu side: cpu not looked up (`"XXcpuXX"`/`"CPU"` in
+        the tuple), memory's bytes read for cpu (`and False`, `"XXcpuXX"`/`"CPU"` in the comparison), and
+        `and` for `or` (no history: None's cpu read)."""
+        cpu_limits = policy("resources:\n  cpu: {limit: ratio, limitRatio: 2, limitWithoutHistory: true}")
+        on_cpu = facts(hpa(metrics=[utilization("cpu", 70)]))
+        decision, result = run(pod(container()), profiles=profiles, facts=on_cpu, using=cpu_limits)
+        resources = result["spec"]["containers"][0]["resources"]
+        assert resources["requests"]["cpu"] == "100m"
+        assert resources.get("limits", {}).get("cpu") == expected_limit
+        assert [warning for warning in decision.warnings if "limit not set" in warning] == warnings
+
     def test_min_equal_to_max_never_scales_so_history_stays_on(self) -> None:
         fixed = hpa(metrics=[utilization("cpu", 70)], min_replicas=4, max_replicas=4)
         _, result = run(pod(container()), profiles=PROFILES, facts=facts(fixed))

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from tests.engine.podkit import GUESSED_LIMITS, container, first, pod, policy, run
+from webhook.core.decision import Decision
 from webhook.core.facts import ClusterFacts, LimitRangeItem
 from webhook.core.pod import INJECTED_ANNOTATION, LIMIT_RANGER_ANNOTATION
 from webhook.core.profile import Evidence, NoRecommendation, Recommendation
@@ -15,11 +16,18 @@ from webhook.core.profile import Evidence, NoRecommendation, Recommendation
 MiB = 2**20
 
 
+def injected(decision: Decision, field: str) -> tuple[str, str]:
+    """The value and the explanation of the one injection of `field` ("limits.cpu")."""
+    [found] = [i for i in decision.injections if i.field == field]
+    return found.value, found.source
+
+
 def recommendation(
-    cpu: str = "0.25", memory: int = 300 * MiB, *, confidence: float = 0.9, **extra: Any
+    cpu: str = "0.25", memory: int = 300 * MiB, *, confidence: float = 0.9, oom_kills: int = 0, **extra: Any
 ) -> Recommendation:
     evidence = Evidence(
-        window="14d", samples=4032, hours=336, cpu_percentile=95, memory_margin=0.15, confidence=confidence
+        window="14d", samples=4032, hours=336, cpu_percentile=95, memory_margin=0.15, confidence=confidence,
+        oom_kills=oom_kills,
     )
     return Recommendation(cpu=Decimal(cpu), memory=Decimal(memory), evidence=evidence, **extra)
 
@@ -127,6 +135,12 @@ class TestProfiles:
         assert "requests.cpu=250m (profile: p95 usage over 14d, 4032 samples, 336h)" in text
         assert "requests.memory=300Mi (profile: peak +15% over 14d" in text
 
+    def test_oom_kills_in_the_window_are_named_in_the_memory_source(self) -> None:
+        """Kills resources.py's `_profile_source` with the OOM-kill clause never added (`and False`)."""
+        _, result = run(pod(container()), profiles={"app": recommendation(oom_kills=2)})
+        text = result["metadata"]["annotations"][INJECTED_ANNOTATION]
+        assert "requests.memory=300Mi (profile: peak +15%, 2 OOM kill(s) over 14d" in text
+
     @pytest.mark.parametrize(
         ("profile", "reason"),
         [
@@ -167,6 +181,14 @@ class TestProfiles:
         _, result = run(pod(container()), using=custom, profiles={"app": profile})
         assert first(result)["resources"]["limits"]["cpu"] == "1500m"
         assert "start-up CPU peak" in result["metadata"]["annotations"][INJECTED_ANNOTATION]
+
+    def test_a_start_up_peak_equal_to_the_derived_limit_leaves_the_ratio_as_the_explanation(self) -> None:
+        """Kills resources.py's `_bounded_limit` with `>=` for `>` on the start-up peak (a peak that raises
+        nothing said to be the limit's source)."""
+        custom = policy("resources:\n  cpu: {limit: ratio, limitRatio: 2}")
+        profile = recommendation("0.2", startup_cpu=Decimal("0.4"), startup_seconds=40)
+        decision, _ = run(pod(container()), using=custom, profiles={"app": profile})
+        assert injected(decision, "limits.cpu") == ("400m", '2 x request, policy "custom"')
 
 
 class TestLimitRangerValues:
@@ -302,3 +324,114 @@ class TestHowABoundedRequestIsExplained:
         decision, _ = run(pod(container()), profiles={"app": recommendation(cpu)}, facts=facts)
         [request] = [i for i in decision.injections if i.field == "requests.cpu"]
         assert (request.value, request.source) == (expected, self.PROFILE + note)
+
+
+def cpu_policy(*, request: str = "100m", limit: str = "ratio", ratio: str = "2") -> Any:
+    return policy(
+        f"resources:\n  cpu: {{request: '{request}', limit: {limit}, limitRatio: {ratio},"
+        " limitWithoutHistory: true}"
+    )
+
+
+def cpu_bound(**bound: Decimal) -> LimitRangeItem:
+    """A Container LimitRange item bounding cpu: cpu_bound(max=...), min=..., max_limit_request_ratio=..."""
+    return LimitRangeItem("Container", **{key: {"cpu": value} for key, value in bound.items()})
+
+
+TWICE = '2 x request, policy "custom"'
+
+
+class TestHowABoundedLimitIsExplained:
+    @pytest.mark.parametrize(
+        ("rules", "requests", "item", "expected"),
+        [
+            pytest.param(cpu_policy(request="101m", ratio="1.5"), None, None,
+                         ("152m", '1.5 x request, policy "custom"'),
+                         id="rounded-up (kills up=False and up=None)"),
+            pytest.param(cpu_policy(), None, cpu_bound(max=Decimal("0.2")), ("200m", TWICE),
+                         id="at-the-limit-range-max (kills >=)"),
+            pytest.param(cpu_policy(ratio="3"), None, cpu_bound(max=Decimal("0.2")),
+                         ("200m", '3 x request, policy "custom"; lowered to LimitRange max'),
+                         id="above-the-limit-range-max"),
+            pytest.param(cpu_policy(), None, cpu_bound(max_limit_request_ratio=Decimal(2)), ("200m", TWICE),
+                         id="at-the-ratio (kills >=)"),
+            pytest.param(cpu_policy(), None, cpu_bound(max_limit_request_ratio=Decimal(4)), ("200m", TWICE),
+                         id="under-the-ratio (kills request / ratio for request x ratio)"),
+            pytest.param(cpu_policy(ratio="3"), None, cpu_bound(max_limit_request_ratio=Decimal(2)),
+                         ("200m", '3 x request, policy "custom";'
+                                  " lowered to LimitRange maxLimitRequestRatio 2"),
+                         id="over-the-ratio"),
+            pytest.param(cpu_policy(limit="equal"), None, cpu_bound(min=Decimal("0.2")),
+                         ("200m", '= request, policy "custom"'), id="at-the-limit-range-min (kills <=)"),
+            pytest.param(cpu_policy(), {"cpu": "50m"}, cpu_bound(min=Decimal("0.2")),
+                         ("200m", f"{TWICE}; raised to LimitRange min"),
+                         id="below-the-limit-range-min (kills the raise dropped)"),
+        ],
+    )
+    def test_a_limit_moved_to_a_bound_says_so_and_one_at_the_bound_does_not(
+        self, rules: Any, requests: dict[str, str] | None, item: LimitRangeItem | None,
+        expected: tuple[str, str],
+    ) -> None:
+        """Kills the mutants of resources.py's `_bounded_limit` named in each row's id: a limit rounded
+        down, `>=`/`<=` for `>`/`<` against the LimitRange's max, ratio and min (a limit at the bound said
+        to be moved), the ratio taken as `request / ratio`, and the raise to the LimitRange's min dropped
+        (a person's 50m request, 2 x, is still under the min)."""
+        facts = ClusterFacts(limit_ranges=(item,) if item else ())
+        decision, _ = run(pod(container(requests=requests)), using=rules, facts=facts)
+        assert injected(decision, "limits.cpu") == expected
+
+    def test_a_limit_lowered_to_the_ratio_is_rounded_down_even_where_limit_ranger_would_not_see_a_byte_over(
+        self,
+    ) -> None:
+        """Kills resources.py's `_round` always rounding up (`(up) or True`) and `_bounded_limit`'s
+        `up=True` or `up=None` where the limit is lowered to the ratio: 14748870197266 x 9.624 =
+        141943126778487.98, and LimitRanger's float division passes the byte over (141943126778488) as
+        well, so only rounding down keeps the limit at or under request x ratio."""
+        custom = policy(
+            "resources:\n  memory: {request: '14748870197266', max: 20Ti, limit: ratio, limitRatio: 10,"
+            " limitWithoutHistory: true}"
+        )
+        item = LimitRangeItem("Container", max_limit_request_ratio={"memory": Decimal("9.624")})
+        decision, _ = run(pod(container()), using=custom, facts=ClusterFacts(limit_ranges=(item,)))
+        assert injected(decision, "requests.memory")[0] == "14748870197266"
+        assert injected(decision, "limits.memory")[0] == "141943126778487"
+
+
+class TestAPersonsRequestOutsideThePolicy:
+    LIMIT_RANGER_CPU = {LIMIT_RANGER_ANNOTATION: "LimitRanger plugin set: cpu request for container app"}
+
+    @pytest.mark.parametrize(
+        ("cpu", "annotations", "expected"),
+        [
+            pytest.param("5m", None, ["app: cpu request 5m is below the policy min 10m; kept"],
+                         id="below-the-min"),
+            pytest.param("10m", None, [], id="at-the-min"),
+            pytest.param("16", None, [], id="at-the-max"),
+            pytest.param("20", None, ["app: cpu request 20 is above the policy max 16; kept"],
+                         id="above-the-max"),
+            pytest.param("5m", LIMIT_RANGER_CPU, [], id="limit-ranger-set-and-kept"),
+        ],
+    )
+    def test_is_kept_with_a_warning_and_one_at_a_bound_or_limit_rangers_without(
+        self, cpu: str, annotations: dict[str, str] | None, expected: list[str]
+    ) -> None:
+        """Kills resources.py's `_outside` mutants (`<=`/`>=` for `<`/`>`, the bound rendered as bytes or
+        not at all, "XXXX" for no complaint) and `size_container`'s `persons` taken as None or with `or`
+        for `and` (LimitRanger's request, kept by `limitRanger: keep`, is nobody's choice to warn about)."""
+        subject = pod(container(requests={"cpu": cpu}), annotations=annotations)
+        decision, result = run(subject, using=policy("limitRanger: keep"))
+        assert first(result)["resources"]["requests"]["cpu"] == cpu
+        assert [warning for warning in decision.warnings if warning.endswith("; kept")] == expected
+
+
+class TestUnreadableValues:
+    def test_an_unreadable_cpu_leaves_the_memory_still_sized(self) -> None:
+        """Kills resources.py's `size_container` with `break` for `continue` after an unreadable value."""
+        _, result = run(pod(container(requests={"cpu": "lots"})))
+        assert first(result)["resources"]["requests"] == {"cpu": "lots", "memory": "256Mi"}
+
+    @pytest.mark.parametrize("raw", ["x" * 70, "-" + "1" * 69], ids=["unparsable", "negative"])
+    def test_a_long_unreadable_value_is_quoted_to_sixty_characters(self, raw: str) -> None:
+        """Kills resources.py's `_read` with `[:61]` for `[:60]`, on either way a value is unreadable."""
+        decision, _ = run(pod(container(requests={"cpu": raw})))
+        assert f"app: cpu value {raw[:60]!r} unreadable; left alone" in decision.warnings

@@ -49,14 +49,12 @@ def _value(raw: object) -> Decimal | None:
 
 
 def _supply(
-    ref: ContainerRef, key: str, *, injections: Sequence[Injection], policy: Policy, quota: str
+    values: Mapping[str, Mapping[str, Any]], key: str, *, policy: Policy, quota: str
 ) -> tuple[str, str] | None:
-    """(value, why) for the `key` the container lacks, or None when it has it or the policy has none."""
+    """(value, why) for the `key` a container with `values` (`_created_values`) lacks, or None when
+    it has it or the policy has none."""
     section, resource = key.split(".", 1)
-    if resource not in policy.resources:
-        return None
-    values = _created_values(ref, injections)
-    if resource in values[section]:
+    if resource not in policy.resources or resource in values[section]:
         return None
     request = _value(values["requests"].get(resource))
     limit = _value(values["limits"].get(resource))
@@ -121,16 +119,21 @@ def quota_pod(
     counting = _counting(pod, facts.quotas, injections)
     if rules.supply_required:
         supplied = len(injections)
+        created_values: dict[str, dict[str, dict[str, Any]]] = {}  # container -> as it will be created
         for quota in counting:
             for key in _ORDER:
                 if key not in quota.hard:
                     continue
                 for ref in sizeable:
-                    found = _supply(ref, key, injections=injections, policy=policy, quota=quota.name)
+                    values = created_values.get(ref.name)
+                    if values is None:
+                        values = created_values[ref.name] = _created_values(ref, injections)
+                    found = _supply(values, key, policy=policy, quota=quota.name)
                     if found is not None:
                         section, resource = key.split(".", 1)
                         patch.set((*ref.path, "resources", section, resource), found[0])
                         injections.append(Injection(ref.name, key, found[0], found[1], Basis.POLICY))
+                        values[section][resource] = found[0]
         if len(injections) != supplied:
             counting = _counting(pod, facts.quotas, injections)
     left = room(counting, facts.pending)
