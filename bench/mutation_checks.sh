@@ -127,6 +127,11 @@ resources-negative-quoted-61|webhook/core/resources.py|s/else (None, str(section
 resources-need-cpu-unread|webhook/core/resources.py|s/if rec is None or resource not in ("cpu", "memory"):/if rec is None or resource not in ("CPU", "memory"):/|tests/autoscalers/test_rule.py -k set_only_at_or_above
 resources-need-memory-for-cpu|webhook/core/resources.py|s/return rec.cpu if resource == "cpu" else rec.memory/return rec.cpu if (resource == "cpu") and False else rec.memory/|tests/autoscalers/test_rule.py -k set_only_at_or_above
 resources-need-and-for-or|webhook/core/resources.py|s/if rec is None or resource not in ("cpu", "memory"):/if rec is None and resource not in ("cpu", "memory"):/|tests/autoscalers/test_rule.py -k set_only_at_or_above
+resources-held-basis-dropped|webhook/core/resources.py|s/False, held=True)/False, held=False)/|tests/autoscalers/test_rule.py -k rests_on
+resources-startup-basis-lost|webhook/core/resources.py|s/if limit_note.startswith(_STARTUP_PEAK)/if limit_note.startswith("XX")/|tests/autoscalers/test_rule.py -k rests_on
+resources-request-limitrange-basis|webhook/core/resources.py|s/Basis.LIMIT_RANGE if _LIMIT_RANGE in request_note else basis/basis/|tests/engine/test_resources.py::TestWhatEachValueRestsOn
+resources-limit-limitrange-basis|webhook/core/resources.py|s/if _LIMIT_RANGE in limit_note/if "XX" in limit_note/|tests/engine/test_resources.py::TestWhatEachValueRestsOn
+resources-history-basis-for-policy|webhook/core/resources.py|s/else Basis.HISTORY if candidate.from_profile else Basis.POLICY/else Basis.POLICY/|tests/engine/test_resources.py::TestWhatEachValueRestsOn
 deadline-budget-100|webhook/server/deadline.py|s/^BUDGET = 0.8/BUDGET = 1.0/|tests/server/test_attacks.py -k 80_percent
 deadline-budget-50|webhook/server/deadline.py|s/^BUDGET = 0.8/BUDGET = 0.5/|tests/server/test_attacks.py -k 80_percent
 deadline-ge-for-lt|webhook/server/mutate.py|s/- arrived >= BUDGET/- arrived < BUDGET/|tests/server/test_attacks.py -k 80_percent

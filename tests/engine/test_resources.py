@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.engine.podkit import GUESSED_LIMITS, container, first, pod, policy, run
-from webhook.core.decision import Decision
+from webhook.core.decision import Basis, Decision
 from webhook.core.facts import ClusterFacts, LimitRangeItem
 from webhook.core.pod import INJECTED_ANNOTATION, LIMIT_RANGER_ANNOTATION
 from webhook.core.profile import Evidence, NoRecommendation, Recommendation
@@ -435,3 +435,34 @@ class TestUnreadableValues:
         """Kills resources.py's `_read` with `[:61]` for `[:60]`, on either way a value is unreadable."""
         decision, _ = run(pod(container(requests={"cpu": raw})))
         assert f"app: cpu value {raw[:60]!r} unreadable; left alone" in decision.warnings
+
+
+class TestWhatEachValueRestsOn:
+    @pytest.mark.parametrize(
+        ("profiles", "item", "expected"),
+        [
+            pytest.param({}, None, {"requests.cpu": Basis.POLICY, "requests.memory": Basis.POLICY},
+                         id="no profile: the policy"),
+            pytest.param({"app": recommendation()}, None,
+                         {"requests.cpu": Basis.HISTORY, "requests.memory": Basis.HISTORY,
+                          "limits.memory": Basis.HISTORY},
+                         id="a confident profile: history, the limit derived from it too"),
+            pytest.param({}, cpu_bound(min=Decimal("0.2")),
+                         {"requests.cpu": Basis.LIMIT_RANGE, "requests.memory": Basis.POLICY},
+                         id="a request raised to the LimitRange min"),
+            pytest.param({"app": recommendation()},
+                         LimitRangeItem("Container", max={"memory": Decimal(500 * MiB)}),
+                         {"requests.cpu": Basis.HISTORY, "requests.memory": Basis.HISTORY,
+                          "limits.memory": Basis.LIMIT_RANGE},
+                         id="a limit lowered to the LimitRange max"),
+        ],
+    )
+    def test_each_injected_value_names_its_basis_for_the_metrics_and_the_report(
+        self, profiles: dict[str, Any], item: LimitRangeItem | None, expected: dict[str, Basis]
+    ) -> None:
+        """Kills resources.py's `size_container` mutants on the basis (HISTORY for POLICY and back, the
+        LimitRange basis of a request or a limit never chosen): the report's origin and the metrics'
+        profile/policy split read it, not the explanation."""
+        facts = ClusterFacts(limit_ranges=(item,) if item else ())
+        decision, _ = run(pod(container()), profiles=profiles, facts=facts)
+        assert {i.field: i.basis for i in decision.injections if "." in i.field} == expected
