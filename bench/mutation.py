@@ -46,6 +46,7 @@ TESTS = (
 )
 
 _PATCHCHECK = "webhook/admission/patchcheck.py"
+_RESOURCES = "webhook/core/resources.py"
 _APPLY = "jsonpatch.apply_patch(orjson.loads(orjson.dumps(pod)), list(ops), "
 _FORGET = "for path in [path for path in added if len(path) {} depth and path[:depth] == tokens]:"
 _GET = "return node.get(token, {})"
@@ -87,6 +88,19 @@ EQUIVALENT: dict[tuple[str, tuple[str, ...]], str] = {
     },
     (_PATCHCHECK, ("-" + _FORGET.format(">"), "+" + _FORGET.format(">="))):
         "the replaced path itself is forgotten too, and stored again on the next line",
+    (_RESOURCES, ('-return None, ""', '+return None, "XXXX"')):
+        "the note of no limit: the caller reads a limit's note only when there is a limit",
+    (_RESOURCES, ("-value = max(request, _round(resource, request * bounds.max_ratio, up=False))",
+                  "+value = max(request, _round(resource, request * bounds.max_ratio, up=None))")):
+        "`up` is only tested for truth: None rounds down as False does",
+    (_RESOURCES, ("-if bounds.max_ratio is not None and request > 0:",
+                  "+if bounds.max_ratio is not None and request >= 0:")):
+        "with a zero request the ratio above has already set the limit to 0, so the loop stops at once"
+        " on `value <= request`",
+    (_RESOURCES, ("-if value <= request or not ratio_breached(request, value, bounds.max_ratio):",
+                  "+if value < request or not ratio_breached(request, value, bounds.max_ratio):")):
+        "a limit equal to its request is a ratio of 1, which no maxLimitRequestRatio (at least 1) breaks;"
+        " were it breached, the step below the request is undone by the final `max(value, request)`",
     ("webhook/core/probes.py",
      ("-return f\"{kind}Probe\", {handler: copy.deepcopy(dict(probe[handler]))}",
       "+return f\"{kind}Probe\", {handler: copy.copy(dict(probe[handler]))}")):

@@ -384,9 +384,9 @@ class TestHowABoundedLimitIsExplained:
         self,
     ) -> None:
         """Kills resources.py's `_round` always rounding up (`(up) or True`) and `_bounded_limit`'s
-        `up=True` or `up=None` where the limit is lowered to the ratio: 14748870197266 x 9.624 =
-        141943126778487.98, and LimitRanger's float division passes the byte over (141943126778488) as
-        well, so only rounding down keeps the limit at or under request x ratio."""
+        `up=True` where the limit is lowered to the ratio: 14748870197266 x 9.624 = 141943126778487.98,
+        and LimitRanger's float division passes the byte over (141943126778488) as well, so only
+        rounding down keeps the limit at or under request x ratio."""
         custom = policy(
             "resources:\n  memory: {request: '14748870197266', max: 20Ti, limit: ratio, limitRatio: 10,"
             " limitWithoutHistory: true}"
