@@ -135,6 +135,8 @@ class TestAnHpaOnUtilization:
             pytest.param({"app": recommendation("0.15", 300 * MIB)}, "200m", [],
                          id="cpu history under the derived limit"),
             pytest.param({}, "200m", [], id="no history at all"),
+            pytest.param({"app": recommendation("0.2", 300 * MIB)}, "200m", [],
+                         id="cpu history equal to the derived limit (kills <= for <)"),
         ],
     )
     def test_a_cpu_limit_beside_a_held_request_is_set_only_at_or_above_what_history_says_it_uses(
