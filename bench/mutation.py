@@ -43,6 +43,7 @@ MUTATED = ("webhook/core/*", "webhook/admission/*")
 TESTS = (
     "tests/engine", "tests/autoscalers", "tests/boost", "tests/traffic",
     "tests/server/test_contract.py", "tests/server/test_bounds.py", "tests/server/test_peek.py",
+    "tests/server/test_verdict_cache.py",
 )
 
 _PATCHCHECK = "webhook/admission/patchcheck.py"

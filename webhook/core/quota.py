@@ -224,6 +224,14 @@ class RoomReading:
 
     counted: tuple[str, ...]  # the quotas that counted the Pod, by name
     bands: Mapping[str, Band]  # canonical key -> band; every key `room` gives
+    # The bands as (key, low, high, name), for `within`'s check of every cached replica.
+    flat: tuple[tuple[str, Decimal | None, Decimal | None, str | None], ...] = field(
+        default=(), init=False, compare=False, repr=False
+    )
+
+    def __post_init__(self) -> None:
+        flat = tuple((key, band.low, band.high, band.name) for key, band in self.bands.items())
+        object.__setattr__(self, "flat", flat)
 
     def holds(self, quotas: Sequence[Quota], pending: Mapping[str, Mapping[str, Decimal]] | None) -> bool:
         """Whether `quotas` (the namespace's, as the decision saw them) and `pending` give a room in
@@ -246,11 +254,13 @@ class RoomReading:
         if len(counted) == 1:  # the usual namespace: one quota, so its amounts are the room
             name = counted[0]
             amounts = left.get(name)
-            if amounts is None or len(amounts) != len(self.bands):
+            if amounts is None or len(amounts) != len(self.flat):
                 return False
-            for key, band in self.bands.items():
+            for key, low, high, named in self.flat:  # `Band.holds`, written out: once per replica
                 amount = amounts.get(key)
-                if amount is None or not band.holds(amount, name):
+                if amount is None or (low is not None and amount < low):
+                    return False
+                if (high is not None and amount > high) or (named is not None and named != name):
                     return False
             return True
         tightest: dict[str, tuple[Decimal, str]] = {}
