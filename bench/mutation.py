@@ -49,6 +49,8 @@ TESTS = (
 )
 
 _PATCHCHECK = "webhook/admission/patchcheck.py"
+_RESOURCES = "webhook/core/resources.py"
+_STEPS = "# LimitRanger divides as floats: at exactly the ratio it may round over it"
 _APPLY = "jsonpatch.apply_patch(orjson.loads(orjson.dumps(pod)), list(ops), "
 _FORGET = "for path in [path for path in added if len(path) {} depth and path[:depth] == tokens]:"
 _GET = "return node.get(token, {})"
@@ -90,6 +92,40 @@ EQUIVALENT: dict[tuple[str, tuple[str, ...]], str] = {
     },
     (_PATCHCHECK, ("-" + _FORGET.format(">"), "+" + _FORGET.format(">="))):
         "the replaced path itself is forgotten too, and stored again on the next line",
+    (_RESOURCES, ('-return None, ""', '+return None, "XXXX"')):
+        "the note of no limit: the caller reads a limit's note only when there is a limit",
+    (_RESOURCES, ("-value = max(request, _round(resource, request * bounds.max_ratio, up=False))",
+                  "+value = max(request, _round(resource, request * bounds.max_ratio, up=None))")):
+        "`up` is only tested for truth: None rounds down as False does",
+    (_RESOURCES, ("-if bounds.max_ratio is not None and request > 0:",
+                  "+if bounds.max_ratio is not None and request >= 0:")):
+        "with a zero request the ratio above has already set the limit to 0, so the loop stops at once"
+        " on `value <= request`",
+    (_RESOURCES, ("-if value <= request or not ratio_breached(request, value, bounds.max_ratio):",
+                  "+if value < request or not ratio_breached(request, value, bounds.max_ratio):")):
+        "a limit equal to its request is a ratio of 1, which no maxLimitRequestRatio (at least 1) breaks;"
+        " were it breached, the step below the request is undone by the final `max(value, request)`",
+    **{
+        (_RESOURCES, (f"-{line.format('False')}", f"+{line.format('None')}")):
+            "None and False are both false wherever `from_profile` / `recommended` is read"
+        for line in (
+            "return _Candidate(rules.request, f'from policy \"{{policy.name}}\"; {{hold.reason}}', {},"
+            " held=True)",
+            "return _Candidate(rules.request, _fallback_source(policy, profile, False), {})",
+            "return _Candidate(rules.request, _fallback_source(policy, profile, {}), False)",
+        )
+    },
+    (_RESOURCES, ('-else (request, "")', '+else (request, "XXXX")')):
+        "the note of a request that is not ours: read only when the request is ours",
+    (_RESOURCES, ('-else (None, "")', '+else (None, "XXXX")')):
+        "the note of a limit that is not ours: read only when there is a new limit",
+    (_RESOURCES, ("-if not request_is_ours and candidate.from_profile and candidate.value > limit_base:",
+                  "+if not request_is_ours and candidate.from_profile and candidate.value >= limit_base:")):
+        "history equal to the person's request: the limit is derived from the same number either way",
+    (_RESOURCES, (f"-for _ in range(3):  {_STEPS}", f"+for _ in range(4):  {_STEPS}")):
+        "in practice only: LimitRanger's float division is off by at most one step for every memory limit"
+        " it can judge (int64 milli-values) and for cpu below about 10^12 cores; a fourth step is never"
+        " taken for a Pod any node could hold",
     ("webhook/core/probes.py",
      ("-return f\"{kind}Probe\", {handler: copy.deepcopy(dict(probe[handler]))}",
       "+return f\"{kind}Probe\", {handler: copy.copy(dict(probe[handler]))}")):

@@ -127,6 +127,21 @@ resources-negative-quoted-61|webhook/core/resources.py|s/else (None, str(section
 resources-need-cpu-unread|webhook/core/resources.py|s/if rec is None or resource not in ("cpu", "memory"):/if rec is None or resource not in ("CPU", "memory"):/|tests/autoscalers/test_rule.py -k set_only_at_or_above
 resources-need-memory-for-cpu|webhook/core/resources.py|s/return rec.cpu if resource == "cpu" else rec.memory/return rec.cpu if (resource == "cpu") and False else rec.memory/|tests/autoscalers/test_rule.py -k set_only_at_or_above
 resources-need-and-for-or|webhook/core/resources.py|s/if rec is None or resource not in ("cpu", "memory"):/if rec is None and resource not in ("cpu", "memory"):/|tests/autoscalers/test_rule.py -k set_only_at_or_above
+resources-held-basis-dropped|webhook/core/resources.py|s/False, held=True)/False, held=False)/|tests/autoscalers/test_rule.py -k rests_on
+resources-startup-basis-lost|webhook/core/resources.py|s/if limit_note.startswith(_STARTUP_PEAK)/if limit_note.startswith("XX")/|tests/autoscalers/test_rule.py -k rests_on
+resources-request-limitrange-basis|webhook/core/resources.py|s/Basis.LIMIT_RANGE if _LIMIT_RANGE in request_note else basis/basis/|tests/engine/test_resources.py::TestWhatEachValueRestsOn
+resources-limit-limitrange-basis|webhook/core/resources.py|s/if _LIMIT_RANGE in limit_note/if "XX" in limit_note/|tests/engine/test_resources.py::TestWhatEachValueRestsOn
+resources-history-basis-for-policy|webhook/core/resources.py|s/else Basis.HISTORY if candidate.from_profile else Basis.POLICY/else Basis.POLICY/|tests/engine/test_resources.py::TestWhatEachValueRestsOn
+resources-held-note-in-bytes|webhook/core/resources.py|s/f"{steady.note(resource)}; {source}"/f"{steady.note(None)}; {source}"/|tests/autoscalers/test_steady.py -k held_cpu
+resources-need-le|webhook/core/resources.py|s/if need is not None and new_limit < need:/if need is not None and new_limit <= need:/|tests/autoscalers/test_rule.py -k set_only_at_or_above
+resources-outside-max-as-bytes|webhook/core/resources.py|s/is above the policy max {render(resource, rules.max)}/is above the policy max {render(None, rules.max)}/|tests/engine/test_resources.py::TestAPersonsRequestOutsideThePolicy
+resources-evidence-cpu-unread|webhook/core/resources.py|s/is not None and resource in ("cpu", "memory")$/is not None and resource in ("CPU", "memory")/|tests/engine/test_resources.py::TestAPersonsValuesBesideOurs
+resources-history-note-dropped|webhook/core/resources.py|s/if new_limit is not None and limit_base > new_request:/if new_limit is None and limit_base > new_request:/|tests/engine/test_resources.py::TestAPersonsValuesBesideOurs
+resources-history-note-replaces|webhook/core/resources.py|s/limit_note += f"; from history/limit_note = f"; from history/|tests/engine/test_resources.py::TestAPersonsValuesBesideOurs
+resources-neither-ours-break|webhook/core/resources.py|/if not request_is_ours and not limit_is_ours:/{n;s/continue/break/}|tests/engine/test_resources.py::TestAPersonsValuesBesideOurs
+resources-replaced-limit-caps|webhook/core/resources.py|s/fixed_limit = None if limit_is_ours else limit/fixed_limit = None if (limit_is_ours) and False else limit/|tests/engine/test_resources.py::TestAPersonsValuesBesideOurs
+resources-cap-ge|webhook/core/resources.py|s/and new_request > fixed_limit:/and new_request >= fixed_limit:/|tests/engine/test_resources.py::TestAPersonsValuesBesideOurs
+resources-unchanged-request-written|webhook/core/resources.py|s/if request_is_ours and new_request != request:/if request_is_ours or new_request != request:/|tests/engine/test_resources.py::TestAPersonsValuesBesideOurs
 deadline-budget-100|webhook/server/deadline.py|s/^BUDGET = 0.8/BUDGET = 1.0/|tests/server/test_attacks.py -k 80_percent
 deadline-budget-50|webhook/server/deadline.py|s/^BUDGET = 0.8/BUDGET = 0.5/|tests/server/test_attacks.py -k 80_percent
 deadline-ge-for-lt|webhook/server/mutate.py|s/- arrived >= BUDGET/- arrived < BUDGET/|tests/server/test_attacks.py -k 80_percent

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -20,9 +21,11 @@ from tests.autoscalers.kit import (
 )
 from tests.engine.podkit import GUESSED_LIMITS, container, pod, policy, run
 from webhook.admission.verdict import verdict
+from webhook.core.decision import Basis
 from webhook.core.engine import tailor
 from webhook.core.namespace import Mode, NamespaceSettings
 from webhook.core.pod import INJECTED_ANNOTATION
+from webhook.core.profile import Recommendation
 
 PROFILES = {
     "app": recommendation("0.25", 300 * MIB),
@@ -132,6 +135,8 @@ class TestAnHpaOnUtilization:
             pytest.param({"app": recommendation("0.15", 300 * MIB)}, "200m", [],
                          id="cpu history under the derived limit"),
             pytest.param({}, "200m", [], id="no history at all"),
+            pytest.param({"app": recommendation("0.2", 300 * MIB)}, "200m", [],
+                         id="cpu history equal to the derived limit (kills <= for <)"),
         ],
     )
     def test_a_cpu_limit_beside_a_held_request_is_set_only_at_or_above_what_history_says_it_uses(
@@ -147,6 +152,27 @@ class TestAnHpaOnUtilization:
         assert resources["requests"]["cpu"] == "100m"
         assert resources.get("limits", {}).get("cpu") == expected_limit
         assert [warning for warning in decision.warnings if "limit not set" in warning] == warnings
+
+    @pytest.mark.parametrize(
+        ("profile", "expected"),
+        [
+            pytest.param(recommendation("0.15", 300 * MIB),
+                         {"requests.cpu": Basis.HELD, "limits.cpu": Basis.HELD},
+                         id="the limit derived from the held request"),
+            pytest.param(recommendation("0.15", 300 * MIB, startup_cpu=Decimal("1.5"), startup_seconds=40),
+                         {"requests.cpu": Basis.HELD, "limits.cpu": Basis.HISTORY},
+                         id="the limit raised to the start-up peak history saw"),
+        ],
+    )
+    def test_a_held_value_rests_on_the_hold_and_a_start_up_peak_on_history(
+        self, profile: Recommendation, expected: dict[str, Basis]
+    ) -> None:
+        """Kills resources.py's `_candidate` mutants that drop `held` (`held=None`, `held=False`, omitted:
+        the request said to rest on the policy) and `size_container`'s start-up peak basis mutants."""
+        cpu_limits = policy("resources:\n  cpu: {limit: ratio, limitRatio: 2, limitWithoutHistory: true}")
+        on_cpu = facts(hpa(metrics=[utilization("cpu", 70)]))
+        decision, _ = run(pod(container()), profiles={"app": profile}, facts=on_cpu, using=cpu_limits)
+        assert {i.field: i.basis for i in decision.injections if i.field.endswith(".cpu")} == expected
 
     def test_min_equal_to_max_never_scales_so_history_stays_on(self) -> None:
         fixed = hpa(metrics=[utilization("cpu", 70)], min_replicas=4, max_replicas=4)

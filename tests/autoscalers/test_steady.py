@@ -76,6 +76,14 @@ class TestTheStepLimit:
         (memory,) = [i for i in decision.injections if i.field == "requests.memory"]
         assert memory.source.startswith("held at 700Mi: step limit, history says 420Mi; profile: peak +15%")
 
+    def test_a_held_cpu_value_is_said_in_cores(self) -> None:
+        """Kills resources.py's `_candidate` with `steady.note(None)`: cpu rendered as bytes ("1")."""
+        rec = recommendation("0.25", 420 * MIB, built_at=T0 + DAY, trail=(point(0, 420, cpu="1"),))
+        decision, _ = run(pod(container()), profiles={"app": rec})
+        (cpu,) = [i for i in decision.injections if i.field == "requests.cpu"]
+        assert cpu.value == "700m"
+        assert cpu.source.startswith("held at 700m: step limit, history says 250m; profile: p95 usage")
+
     def test_the_policy_sets_the_step(self) -> None:
         rec = memory_rec(420, at=T0 + DAY, trail=(point(0, 1000),))
         loose = policy("autoscalers: {steps: {downPerDay: 0.5}}")

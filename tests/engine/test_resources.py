@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.engine.podkit import GUESSED_LIMITS, container, first, pod, policy, run
-from webhook.core.decision import Decision
+from webhook.core.decision import Basis, Decision
 from webhook.core.facts import ClusterFacts, LimitRangeItem
 from webhook.core.pod import INJECTED_ANNOTATION, LIMIT_RANGER_ANNOTATION
 from webhook.core.profile import Evidence, NoRecommendation, Recommendation
@@ -384,9 +384,9 @@ class TestHowABoundedLimitIsExplained:
         self,
     ) -> None:
         """Kills resources.py's `_round` always rounding up (`(up) or True`) and `_bounded_limit`'s
-        `up=True` or `up=None` where the limit is lowered to the ratio: 14748870197266 x 9.624 =
-        141943126778487.98, and LimitRanger's float division passes the byte over (141943126778488) as
-        well, so only rounding down keeps the limit at or under request x ratio."""
+        `up=True` where the limit is lowered to the ratio: 14748870197266 x 9.624 = 141943126778487.98,
+        and LimitRanger's float division passes the byte over (141943126778488) as well, so only
+        rounding down keeps the limit at or under request x ratio."""
         custom = policy(
             "resources:\n  memory: {request: '14748870197266', max: 20Ti, limit: ratio, limitRatio: 10,"
             " limitWithoutHistory: true}"
@@ -406,8 +406,8 @@ class TestAPersonsRequestOutsideThePolicy:
             pytest.param("5m", None, ["app: cpu request 5m is below the policy min 10m; kept"],
                          id="below-the-min"),
             pytest.param("10m", None, [], id="at-the-min"),
-            pytest.param("16", None, [], id="at-the-max"),
-            pytest.param("20", None, ["app: cpu request 20 is above the policy max 16; kept"],
+            pytest.param("1500m", None, [], id="at-the-max"),
+            pytest.param("2", None, ["app: cpu request 2 is above the policy max 1500m; kept"],
                          id="above-the-max"),
             pytest.param("5m", LIMIT_RANGER_CPU, [], id="limit-ranger-set-and-kept"),
         ],
@@ -415,11 +415,12 @@ class TestAPersonsRequestOutsideThePolicy:
     def test_is_kept_with_a_warning_and_one_at_a_bound_or_limit_rangers_without(
         self, cpu: str, annotations: dict[str, str] | None, expected: list[str]
     ) -> None:
-        """Kills resources.py's `_outside` mutants (`<=`/`>=` for `<`/`>`, the bound rendered as bytes or
-        not at all, "XXXX" for no complaint) and `size_container`'s `persons` taken as None or with `or`
-        for `and` (LimitRanger's request, kept by `limitRanger: keep`, is nobody's choice to warn about)."""
+        """Kills resources.py's `_outside` mutants (`<=`/`>=` for `<`/`>`, the bound rendered as bytes
+        (1500m as "2") or not at all, "XXXX" for no complaint) and `size_container`'s `persons` taken as
+        None or with `or` for `and` (LimitRanger's request, kept by `limitRanger: keep`, is nobody's
+        choice to warn about)."""
         subject = pod(container(requests={"cpu": cpu}), annotations=annotations)
-        decision, result = run(subject, using=policy("limitRanger: keep"))
+        decision, result = run(subject, using=policy("limitRanger: keep\nresources:\n  cpu: {max: 1500m}"))
         assert first(result)["resources"]["requests"]["cpu"] == cpu
         assert [warning for warning in decision.warnings if warning.endswith("; kept")] == expected
 
@@ -435,3 +436,80 @@ class TestUnreadableValues:
         """Kills resources.py's `_read` with `[:61]` for `[:60]`, on either way a value is unreadable."""
         decision, _ = run(pod(container(requests={"cpu": raw})))
         assert f"app: cpu value {raw[:60]!r} unreadable; left alone" in decision.warnings
+
+
+class TestWhatEachValueRestsOn:
+    @pytest.mark.parametrize(
+        ("profiles", "item", "expected"),
+        [
+            pytest.param({}, None, {"requests.cpu": Basis.POLICY, "requests.memory": Basis.POLICY},
+                         id="no profile: the policy"),
+            pytest.param({"app": recommendation()}, None,
+                         {"requests.cpu": Basis.HISTORY, "requests.memory": Basis.HISTORY,
+                          "limits.memory": Basis.HISTORY},
+                         id="a confident profile: history, the limit derived from it too"),
+            pytest.param({}, cpu_bound(min=Decimal("0.2")),
+                         {"requests.cpu": Basis.LIMIT_RANGE, "requests.memory": Basis.POLICY},
+                         id="a request raised to the LimitRange min"),
+            pytest.param({"app": recommendation()},
+                         LimitRangeItem("Container", max={"memory": Decimal(500 * MiB)}),
+                         {"requests.cpu": Basis.HISTORY, "requests.memory": Basis.HISTORY,
+                          "limits.memory": Basis.LIMIT_RANGE},
+                         id="a limit lowered to the LimitRange max"),
+        ],
+    )
+    def test_each_injected_value_names_its_basis_for_the_metrics_and_the_report(
+        self, profiles: dict[str, Any], item: LimitRangeItem | None, expected: dict[str, Basis]
+    ) -> None:
+        """Kills resources.py's `size_container` mutants on the basis (HISTORY for POLICY and back, the
+        LimitRange basis of a request or a limit never chosen): the report's origin and the metrics'
+        profile/policy split read it, not the explanation."""
+        facts = ClusterFacts(limit_ranges=(item,) if item else ())
+        decision, _ = run(pod(container()), profiles=profiles, facts=facts)
+        assert {i.field: i.basis for i in decision.injections if "." in i.field} == expected
+
+
+class TestAPersonsValuesBesideOurs:
+    def test_history_above_a_persons_request_derives_the_limit_and_says_so(self) -> None:
+        """Kills resources.py's `size_container` mutants on a person's request beside history: cpu not
+        counted as evidence (`"XXcpuXX"`/`"CPU"`: no limit at all), the note never added (`is None`), the
+        note replacing the ratio's (`=` for `+=`) and history's value rendered as bytes."""
+        custom = policy("resources:\n  cpu: {limit: ratio, limitRatio: 2}")
+        subject = pod(container(requests={"cpu": "100m"}))
+        decision, _ = run(subject, using=custom, profiles={"app": recommendation("0.25")})
+        assert injected(decision, "limits.cpu") == (
+            "500m", '2 x request, policy "custom"; from history\'s 250m, above the request'
+        )
+
+    def test_a_persons_cpu_request_and_limit_leave_the_memory_still_sized(self) -> None:
+        """Kills resources.py's `size_container` with `break` for `continue` when neither value is ours."""
+        _, result = run(pod(container(requests={"cpu": "500m"}, limits={"cpu": "1"})))
+        assert first(result)["resources"]["requests"] == {"cpu": "500m", "memory": "256Mi"}
+
+    def test_a_request_replacing_limit_rangers_is_not_capped_at_a_limit_replaced_too(self) -> None:
+        """Kills resources.py's `size_container` with the limit LimitRanger set kept as a cap while it is
+        being replaced (`(limit_is_ours) and False`)."""
+        body = container(requests={"memory": "100Mi"}, limits={"memory": "200Mi"})
+        marks = {
+            LIMIT_RANGER_ANNOTATION: "LimitRanger plugin set: memory request for container app;"
+            " memory limit for container app"
+        }
+        decision, result = run(pod(body, annotations=marks), profiles={"app": recommendation()})
+        assert first(result)["resources"]["requests"]["memory"] == "300Mi"
+        assert first(result)["resources"]["limits"]["memory"] == "600Mi"
+        assert not [warning for warning in decision.warnings if "capped" in warning]
+
+    def test_a_replaced_request_equal_to_the_limit_that_stays_is_not_said_to_be_capped(self) -> None:
+        """Kills resources.py's `size_container` with `>=` for `>` on the cap at a person's limit."""
+        body = container(requests={"cpu": "100m"}, limits={"cpu": "250m"})
+        marks = {LIMIT_RANGER_ANNOTATION: "LimitRanger plugin set: cpu request for container app"}
+        decision, _ = run(pod(body, annotations=marks), profiles={"app": recommendation("0.25")})
+        assert injected(decision, "requests.cpu") == ("250m", TestHowABoundedRequestIsExplained.PROFILE)
+        assert not [warning for warning in decision.warnings if "capped" in warning]
+
+    def test_a_limit_ranger_value_equal_to_its_replacement_is_not_patched(self) -> None:
+        """Kills resources.py's `size_container` with `or` for `and` before a request is written."""
+        body = container(requests={"cpu": "100m"})
+        marks = {LIMIT_RANGER_ANNOTATION: "LimitRanger plugin set: cpu request for container app"}
+        decision, _ = run(pod(body, annotations=marks), using=policy("limitRanger: replace"))
+        assert [i.field for i in decision.injections if i.field.endswith(".cpu")] == []

@@ -272,3 +272,4 @@ class TestQuota:
         decision, result = run(pod(), using=off, facts=facts(quotas=[full]))
         assert requested(result) == "3"
         assert not decision.caps
+        assert decision.charges == {}  # nothing reads them back: the ledger keeps none

@@ -5,6 +5,9 @@ test_contract.py, test_bounds.py and test_https.py."""
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 from webhook.admission.cache import MAX_ENTRY_INPUTS, VerdictCache, entry_cost
 from webhook.admission.verdict import Outcome, Verdict
 from webhook.config.policies import bundled_policies
@@ -141,3 +144,16 @@ class TestSnapshots:
         assert cache.get(key_of(cache, b"one")) is VERDICT
         key_of(cache, b"two", profiles=ProfileSnapshot(source="new"))
         assert cache.bytes == 0
+
+    def test_a_swapped_snapshot_is_not_kept_alive_and_its_successor_empties_the_cache(self) -> None:
+        """The refresher that swaps a snapshot frees it, not the next admission request; a snapshot
+        made after the old one is gone (it may reuse its address) still empties the cache."""
+        cache = VerdictCache(8)
+        old = ClusterSnapshot(policies=bundled_policies())
+        cache.put(key_of(cache, b"one", cluster=old), VERDICT)
+        gone = weakref.ref(old)
+        del old
+        gc.collect()
+        assert gone() is None
+        key = key_of(cache, b"one", cluster=ClusterSnapshot(policies=bundled_policies()))
+        assert (len(cache), cache.get(key)) == (0, None)

@@ -18,6 +18,8 @@ one-off Pods pass through).
 
 from __future__ import annotations
 
+import weakref
+
 from webhook.admission.verdict import Verdict
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
 
@@ -43,9 +45,11 @@ class VerdictCache:
         self.oversized = 0  # inputs too large to keep
         self.bytes = 0
         self._entries: dict[_Key, tuple[Verdict, int]] = {}
-        # The snapshots the entries were decided against, held (not their ids) so none can be reused.
-        self._cluster: ClusterSnapshot | None = None
-        self._profiles: ProfileSnapshot | None = None
+        # The snapshots the entries were decided against, by weak reference (not their ids, which a
+        # new snapshot could reuse; a dead reference matches none). Not held: a swapped snapshot is
+        # freed by whoever swaps it (the refresher), not by the next admission request.
+        self._cluster: weakref.ref[ClusterSnapshot] | None = None
+        self._profiles: weakref.ref[ProfileSnapshot] | None = None
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -59,10 +63,11 @@ class VerdictCache:
         """
         if self.size <= 0 or self.max_bytes <= 0:
             return None
-        if cluster is not self._cluster or profiles is not self._profiles:
+        seen, seen_profiles = self._cluster, self._profiles
+        if seen is None or seen() is not cluster or seen_profiles is None or seen_profiles() is not profiles:
             self._entries.clear()
             self.bytes = 0
-            self._cluster, self._profiles = cluster, profiles
+            self._cluster, self._profiles = weakref.ref(cluster), weakref.ref(profiles)
         if len(inputs) > MAX_ENTRY_INPUTS:
             self.oversized += 1
             return None

@@ -100,8 +100,9 @@ def _tailor_checked(
 
 
 def _charges(ctx: Context) -> dict[str, dict[str, Decimal]]:
-    """What the Pod, as it will be created, counts against each of the namespace's quotas."""
-    if not ctx.facts.quotas:
+    """What the Pod, as it will be created, counts against each of the namespace's quotas: only where
+    the policy respects quotas, since only then does a decision read them back (`facts.pending`)."""
+    if not ctx.facts.quotas or not ctx.policy.quota.respect:
         return {}
     values = [*ctx.injections, *ctx.boosted]
     return charges(ctx.pod, values, ctx.facts.quotas, used=lambda: ctx.totals_of().of(values))

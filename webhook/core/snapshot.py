@@ -28,7 +28,7 @@ _NO_AUTOSCALERS: NamespaceAutoscalers = MappingProxyType({})
 _NO_TRAFFIC = NamespaceTraffic()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)  # weakref: the verdict cache's
 class ClusterSnapshot:
     """Policies, namespace labels, LimitRanges, autoscalers, Services, nodes, quotas, server version,
     as of `taken_at`."""
@@ -78,7 +78,7 @@ class ClusterSnapshot:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class ProfileSnapshot:
     """Usage profiles per workload, as of `taken_at`; lookups are one dict access."""
 
