@@ -25,6 +25,7 @@ hide one: a survivor is then tried against the fuller selection before a test is
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -39,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BENCH_VENV = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "pod-tailor" / "bench-mutation"
 MUTMUT = "mutmut==3.8.1"
 MUTATED = ("webhook/core/*", "webhook/admission/*")
+DECIDED = "decided-before-again.json"  # in the workdir: what the run before an `--again` decided
 # Pure, in-process tests only: no server threads or subprocesses inside a forked mutant.
 TESTS = (
     "tests/engine", "tests/autoscalers", "tests/boost", "tests/traffic",
@@ -228,13 +230,20 @@ def mutmut(python: Path, repo: Path, *args: str, check: bool = True) -> str:
 
 
 def results(python: Path, repo: Path) -> dict[str, str]:
-    """Each mutant's status in the workdir: killed, survived, no tests, timeout, ..."""
+    """Each mutant's status in the workdir: killed, survived, no tests, timeout, ...
+
+    A mutant an `--again` run did not try again ("not checked" once mutmut re-maps the tests) keeps the
+    status the run before decided.
+    """
     statuses: dict[str, str] = {}
     for line in mutmut(python, repo, "results", "--all", "true").splitlines():
         found = re.match(r"\s*(\S+): (.+)$", line)
         if found:
             statuses[found[1]] = found[2].strip()
-    return statuses
+    decided_file = repo.parent / DECIDED
+    decided = json.loads(decided_file.read_text()) if decided_file.exists() else {}
+    return {name: decided.get(name, status) if status == "not checked" else status
+            for name, status in statuses.items()}
 
 
 def module_of(mutant: str) -> str:
@@ -276,8 +285,11 @@ def main() -> int:
     again = options.again and (options.workdir / "repo" / "mutants").is_dir()
     previous: list[str] = []
     if again:
-        previous = [name for name, status in results(python, options.workdir / "repo").items()
-                    if status == "survived"]
+        earlier = results(python, options.workdir / "repo")
+        previous = [name for name, status in earlier.items() if status == "survived"]
+        # mutmut forgets the other mutants' results when the test selection changes: kept for the report.
+        decided = {name: status for name, status in earlier.items() if status != "survived"}
+        (options.workdir / DECIDED).write_text(json.dumps(decided, indent=0, sort_keys=True))
     repo = scratch_copy(options.workdir, fresh=not again, max_examples=options.max_examples)
     configure(repo, only, tests)
     if not again or previous:
