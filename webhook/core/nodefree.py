@@ -118,17 +118,9 @@ def _container_values(body: Mapping[str, Any], over: Mapping[str, str] | None) -
     found: dict[str, Decimal] = {}
     resources = body.get("resources")
     if resources and (type(resources) is dict or isinstance(resources, Mapping)):
-        for section, resource, key in _KEYS:
-            own = resources.get(section)
-            if not own or not (type(own) is dict or isinstance(own, Mapping)):
-                continue
-            raw = own.get(resource)
-            if raw is None:
-                continue
-            try:
-                found[key] = parse(raw)
-            except QuantityError:
-                continue
+        for section in ("requests", "limits"):
+            for resource, value in cpu_memory(resources.get(section)).items():
+                found[f"{section}.{resource}"] = value
     if over:
         for key, text in over.items():
             if key not in _NAMES:
