@@ -7,14 +7,13 @@ directory, so the blocks are loaded at start-up and lie entirely before the (emp
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import time
 from pathlib import Path
 
 import httpx
 
-from tests.tools import require_programs
+from tests.tools import free_port, require_programs
 
 # A remote-read endpoint that refuses connections, consulted only for selectors with
 # namespace="partial": queries for that namespace get real "partial data" warnings from Prometheus.
@@ -28,13 +27,6 @@ remote_read:
     required_matchers:
       namespace: partial
 """
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def require_binaries() -> None:

@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 
 import httpx
-from promserver import free_port
+
+from tests.tools import free_port
 
 
 def require_binary() -> None:
