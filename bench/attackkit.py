@@ -21,6 +21,8 @@ from pathlib import Path
 
 import httpx
 
+from tests.tools import free_port
+
 ROOT = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
 
@@ -50,22 +52,13 @@ class Server:
         return float(found[1]) if found else None
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind((HOST, 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 @contextlib.contextmanager
 def serving(
     ca: Path, cert: Path, key: Path, *args: str, cpu: str | None = "0", ready: bool = True,
     log_dir: Path,
 ) -> Iterator[Server]:
     """`pod-tailor serve` as a process (pinned to `cpu` when taskset exists), stopped on exit."""
-    port = _free_port()
+    port = free_port()
     command = [sys.executable, "-m", "webhook", "serve", "--host", HOST, "--port", str(port),
                "--cert-file", str(cert), "--key-file", str(key), "--log-level", "warning", *args]
     if cpu is not None and shutil.which("taskset"):

@@ -41,7 +41,7 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -104,27 +104,58 @@ def rss_anon(pid: int) -> float:
     return math.nan
 
 
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process (every thread), seconds; nan once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return math.nan
+    return (int(fields[11]) + int(fields[12])) / _TICKS  # fields 14 and 15 of proc(5), after the name
+
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    at: float  # seconds after the sampler began
+    heap: float  # Prometheus' RssAnon, MiB
+    prom_cpu: float  # Prometheus' CPU seconds so far
+    reader_cpu: float  # the reader's CPU seconds so far (nan before it starts)
+
+
 class Sampler(threading.Thread):
-    """Prometheus' RssAnon every `every` seconds while a reader runs; `peak` and `start`."""
+    """Prometheus' RssAnon and CPU (and the reader's CPU, once `reader` is set) every `every` seconds
+    while a reader runs: `peak`, `start` and the whole `ticks` timeline (what each phase cost)."""
 
     def __init__(self, pid: int, every: float = 0.1) -> None:
         super().__init__(daemon=True)
         self.pid, self.every = pid, every
+        self.reader = 0  # the reader's pid, once started
         self.start_mib = rss_anon(pid)
+        self.start_cpu = cpu_seconds(pid)
         self.peak = self.start_mib
         self.peak_at = 0.0  # seconds after the start
         self.began = time.monotonic()
+        self.ticks: list[Tick] = []
         self.stopped = threading.Event()
+
+    def sample(self) -> Tick:
+        tick = Tick(time.monotonic() - self.began, rss_anon(self.pid), cpu_seconds(self.pid),
+                    cpu_seconds(self.reader) if self.reader else math.nan)
+        self.ticks.append(tick)
+        if tick.heap > self.peak:
+            self.peak, self.peak_at = tick.heap, tick.at
+        return tick
 
     def run(self) -> None:
         while not self.stopped.wait(self.every):
-            now = rss_anon(self.pid)
-            if now > self.peak:
-                self.peak, self.peak_at = now, time.monotonic() - self.began
+            self.sample()
 
     def stop(self) -> float:
         self.stopped.set()
         self.join()
+        self.sample()
         return self.peak
 
 
@@ -151,6 +182,65 @@ class Run:
     output: str
     peak_at: float = 0.0  # seconds into the run
     peak_during: str = ""  # the reader's last line of output before the peak
+    prom_cpu: float = 0.0  # Prometheus' own CPU seconds during the run
+    load: tuple[float, float] = (math.nan, math.nan)  # the machine's 1-minute load before and after
+    phases: list[Phase] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    """One stretch of a build, between two of its progress lines: what it cost each side."""
+
+    name: str
+    start: float
+    end: float
+    prom_cpu: float
+    reader_cpu: float
+    heap_peak: float
+
+    def bound(self) -> str:
+        """Which side kept it busy: Prometheus (it had its cores), the reader (one core, the GIL) or
+        neither (waiting on each other: too few queries in flight)."""
+        wall = max(self.end - self.start, 1e-9)
+        if self.prom_cpu / wall >= 1.5:
+            return "Prometheus-bound"
+        if self.reader_cpu / wall >= 0.8:
+            return "client-bound"
+        return "latency-bound" if (self.prom_cpu + self.reader_cpu) / wall < 1.2 else "mixed"
+
+
+# pod-tailor's phases, each ending at the first progress line (after the last phase's) holding its text.
+PHASES = (
+    ("small queries", "big passes in"),
+    ("big passes", "series values from"),
+    ("follow-ups", "start-up:"),
+    ("exact top fetch", "containers from"),
+    ("summaries", "summaries:"),
+    ("strategy, store", None),
+)
+
+
+def phases(lines: list[tuple[float, str]], ticks: list[Tick], *, began: float, ended: float) -> list[Phase]:
+    """The build's phases from its progress lines' arrival times and the sampler's timeline."""
+    if not any(marker and marker in line for _, line in lines for _, marker in PHASES):
+        return []  # a reader without pod-tailor's progress lines (KRR, -q)
+    out, start, rest = [], began, list(lines)
+    for name, marker in PHASES:
+        end = ended
+        if marker is not None:
+            hit = next((i for i, (_, line) in enumerate(rest) if marker in line), None)
+            if hit is None:
+                continue
+            end, rest = rest[hit][0], rest[hit + 1:]
+        inside = [t for t in ticks if start <= t.at <= end]
+        if len(inside) >= 2:
+            first, last = inside[0], inside[-1]
+            began_cpu = 0.0 if math.isnan(first.reader_cpu) else first.reader_cpu  # started inside it
+            reader = last.reader_cpu - began_cpu
+            out.append(Phase(name, start, end, last.prom_cpu - first.prom_cpu,
+                             0.0 if math.isnan(reader) else reader, max(t.heap for t in inside)))
+        start = end
+    return out
 
 
 def measured(name: str, data: Path, command: list[str], env: dict[str, str]) -> Run:
@@ -160,15 +250,19 @@ def measured(name: str, data: Path, command: list[str], env: dict[str, str]) -> 
         httpx.post(f"{server.url}/api/v1/query", data={"query": "up"}, timeout=60)
         time.sleep(2)
         before = answered(server.url)
+        load = os.getloadavg()[0]
         sampler = Sampler(server.process.pid)
         sampler.start()
         started = time.monotonic()
         child = subprocess.Popen([part.replace("{url}", server.url) for part in command],
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True)
+        sampler.reader = child.pid
         lines: list[tuple[float, str]] = []  # each output line and when it came: what ran at the peak
         assert child.stdout is not None
         for line in child.stdout:
             lines.append((time.monotonic() - sampler.began, line))
+        ended = time.monotonic() - sampler.began
+        sampler.sample()  # the reader's last CPU figure, before it is reaped
         _, status, usage = os.wait4(child.pid, 0)
         wall = time.monotonic() - started
         peak = sampler.stop()
@@ -176,8 +270,11 @@ def measured(name: str, data: Path, command: list[str], env: dict[str, str]) -> 
         during = [line.strip() for at, line in lines if at <= sampler.peak_at][-1:] or ["(before any output)"]
         if os.waitstatus_to_exitcode(status) != 0:
             raise SystemExit(f"{name} failed:\n{output[-4000:]}")
+        prom_cpu = cpu_seconds(server.process.pid) - sampler.start_cpu
         return Run(name, wall, usage.ru_utime + usage.ru_stime, answered(server.url) - before - 0, peak,
-                   sampler.start_mib, output, sampler.peak_at, during[0])
+                   sampler.start_mib, output, sampler.peak_at, during[0], prom_cpu,
+                   (load, os.getloadavg()[0]),
+                   phases(lines, sampler.ticks, began=started - sampler.began, ended=ended))
     finally:
         server.stop()
 
@@ -266,7 +363,8 @@ def main() -> int:
     parser.add_argument("--only", choices=("krr", "pod-tailor"), help="run one tool only")
     parser.add_argument("--prepare", action="store_true", help="make the history and stop")
     parser.add_argument("--compare", type=int, default=150, metavar="N",
-                        help="compare per container on N workloads drawn at random (seed 28; 0: all) [150]")
+                        help="compare per container on N workloads drawn at random "
+                             "(seed 28; 0: all; -1: none) [150]")
     args = parser.parse_args()
     data = args.keep / "data"
     if not (data.exists() and any(data.iterdir())):
@@ -317,12 +415,25 @@ def main() -> int:
         env = dict(os.environ, POD_TAILOR_PROFILES=str(store))
         store.unlink(missing_ok=True)
         runs.append(measured("pod-tailor build", data, command, env))
-    print(f"\n  {'':18} {'wall s':>7} {'CPU s':>7} {'queries':>8} {'Prometheus heap peak MiB':>25}")
+    print(f"\n  {'':18} {'wall s':>7} {'CPU s':>7} {'queries':>8} {'Prometheus heap peak MiB':>25} "
+          f"{'Prometheus CPU s':>17} {'load':>9}")
     for run in runs:
         print(f"  {run.name:18} {run.wall:7.1f} {run.cpu:7.1f} {run.queries:8d} "
-              f"{run.heap_peak:14.0f} (from {run.heap_start:.0f})")
+              f"{run.heap_peak:14.0f} (from {run.heap_start:.0f}) {run.prom_cpu:17.1f} "
+              f"{run.load[0]:4.1f}-{run.load[1]:.1f}")
     for run in runs:
         print(f"  {run.name}: heap peak at {run.peak_at:.1f} s, after: {run.peak_during[:110]}")
+    for run in runs:
+        if not run.phases:
+            continue
+        print(f"\n  {run.name} by phase (from its progress lines; CPU per wall second in brackets):")
+        print(f"    {'':17} {'from s':>7} {'wall s':>7} {'Prometheus CPU s':>20} {'own CPU s':>14} "
+              f"{'heap peak MiB':>14}")
+        for phase in run.phases:
+            wall = max(phase.end - phase.start, 1e-9)
+            print(f"    {phase.name:17} {phase.start:7.1f} {wall:7.1f} {phase.prom_cpu:11.1f} "
+                  f"({phase.prom_cpu / wall:4.2f}) {phase.reader_cpu:7.1f} ({phase.reader_cpu / wall:4.2f}) "
+                  f"{phase.heap_peak:14.0f}  {phase.bound()}")
     found = {run.name: run for run in runs}
     if len(found) == 2:
         ours, theirs = found["pod-tailor build"], found["KRR simple"]
@@ -335,7 +446,7 @@ def main() -> int:
                                                  "summaries"))]
         for line in tail:
             print(f"  {run.name}: {line.strip()}")
-    if store.exists():
+    if store.exists() and args.compare >= 0:
         compare(data, history, store=store, krr_out=krr_out if krr_out.exists() else None, end=end,
                 window=window, krr_step=krr_step, sample=args.compare)
     return 0

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import IO
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "profiles"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests package, which promserver imports
 
 from promserver import PromServer
 

@@ -49,6 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run as a script: the repository's tests package
 from tests.shared import CORPUS as SHARED_CORPUS  # noqa: E402
 from tests.shared import MISSING  # noqa: E402
+from tests.tools import free_port  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mix import MARKER, SHARES, mix_bodies  # noqa: E402
@@ -152,15 +153,6 @@ class Tls:
     ca: Path
     cert: Path
     key: Path
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind((HOST, 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @contextlib.contextmanager

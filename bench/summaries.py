@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "profiles"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests package, which promserver imports
 
 from promserver import PromServer
 

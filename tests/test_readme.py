@@ -27,7 +27,8 @@ import pytest
 import yaml
 from kubefake import FakeKube
 
-from tests.cluster.helpers import free_port, pod_tailor_serve, usable_kubectl
+from tests.cluster.helpers import pod_tailor_serve, usable_kubectl
+from tests.tools import free_port
 from webhook.core.pod import INJECTED_ANNOTATION
 from webhook.offline.dryrun import controller_pod
 from webhook.offline.sources import load_documents, pod_sources

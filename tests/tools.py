@@ -1,4 +1,6 @@
-"""Programs the tests run (promtool, prometheus): scripts/test installs them; missing is one of two cases.
+"""What the tests and benchmarks take from the machine: the programs they run, and free loopback ports.
+
+Programs (promtool, prometheus): scripts/test installs them; missing is one of two cases.
 
 Where the suite could have installed them (root with apt-get, as in CI and on a developer's machine) a
 missing program is a broken set-up and the test fails, saying to run scripts/test; only where it cannot
@@ -10,10 +12,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 
 import pytest
 
-__all__ = ["can_install", "require_programs"]
+__all__ = ["can_install", "free_port", "require_programs"]
 
 
 def can_install() -> bool:
@@ -30,3 +33,11 @@ def require_programs(*names: str, package: str) -> list[str]:
             pytest.fail(f"{what}: run scripts/test, which installs it")
         pytest.skip(f"{what}: scripts/test cannot install it on this machine (not root, or no apt-get)")
     return [str(shutil.which(name)) for name in names]
+
+
+def free_port() -> int:
+    """A loopback port that is free right now (the OS picks it)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from tests.tools import free_port
 from webhook.config.settings import Settings
 from webhook.refreshers.cluster import ClusterRefresher
 from webhook.refreshers.state import State
@@ -47,12 +48,6 @@ def refreshing(kubeconfig: Path, state: State, *, resync: float = 300) -> Iterat
         yield refresher
     finally:
         refresher.stop()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextlib.contextmanager

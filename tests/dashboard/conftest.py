@@ -24,11 +24,12 @@ for _path in (_TESTS, _TESTS / "profiles"):
         sys.path.insert(0, str(_path))
 
 from kubefake import FakeKube  # noqa: E402
-from promserver import PromServer, backfill, free_port  # noqa: E402
+from promserver import PromServer, backfill  # noqa: E402
 from selenium.webdriver import Chrome  # noqa: E402
 
 from tests.dashboard import demo  # noqa: E402
 from tests.dashboard.browser import Shots, start_browser  # noqa: E402
+from tests.tools import free_port  # noqa: E402
 from webhook.dashboard.app import create_dashboard  # noqa: E402
 from webhook.dashboard.fleet import FleetConfig, FleetKeeper, load_fleet  # noqa: E402
 from webhook.profiles.prometheus import Prometheus  # noqa: E402

@@ -17,8 +17,8 @@ import orjson
 import pytest
 import yaml
 
-from tests.cluster.helpers import free_port
 from tests.dashboard import demo
+from tests.tools import free_port
 from webhook.config.policies import bundled_policies
 from webhook.dashboard.dryrun import DryRunSeen
 from webhook.dashboard.fleet import Fleet

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from tests.fit.kit import quota
 from webhook.admission.ledger import QuotaLedger
-from webhook.core.quota import Quota, leftover, parse_quota
+from webhook.core.quota import Band, Quota, RoomReading, leftover, parse_quota
 
 KEYS = ("requests.cpu", "requests.memory", "limits.memory")
 
@@ -34,12 +34,29 @@ charge = st.fixed_dictionaries({}, optional={key: st.integers(0, 3).map(Decimal)
 steps = st.lists(
     st.one_of(
         st.tuples(st.just("record"), st.sampled_from(["compute", "limits", "both"]), charge),
+        st.tuples(st.just("reuse"), st.sampled_from(["compute", "limits", "both"]), charge, st.booleans()),
         st.tuples(st.just("wait"), st.sampled_from([0.5, 3.0, 6.0, 50.0, 130.0])),
         st.tuples(st.just("status")),  # the quota controller wrote a new status: a new snapshot
         st.tuples(st.just("left")),
     ),
     max_size=40,
 )
+
+
+def reading(seen: tuple[Quota, ...], cpu: Band) -> RoomReading:
+    """A decision that read the cpu room of `seen` through `cpu`, and no other room."""
+    others = {key: Band() for q in seen for key in q.hard if key != "requests.cpu"}
+    return RoomReading(tuple(q.name for q in seen), {"requests.cpu": cpu, **others})
+
+
+def wide_band(seen: tuple[Quota, ...]) -> RoomReading:
+    """Any cpu room from 5 up: a Pod asking 5 cpu that fits."""
+    return reading(seen, Band(low=Decimal(5)))
+
+
+def narrow_band(seen: tuple[Quota, ...]) -> RoomReading:
+    """A cpu room of exactly 7 in `compute` (the room before any charge): a Pod lowered to it."""
+    return reading(seen, Band(Decimal(7), Decimal(7), "compute"))
 
 
 class TestWhatEachQuotaHasLeft:
@@ -51,11 +68,18 @@ class TestWhatEachQuotaHasLeft:
         ledger, twin = (QuotaLedger(clock=lambda: clock[0], max_entries=8) for _ in range(2))
         version, seen = 1, quotas(1, two=two)
         for step in plan:
-            if step[0] == "record":
+            if step[0] in ("record", "reuse"):
                 names = ("compute", "limits") if step[1] == "both" else (step[1],)
                 charges = {name: step[2] for name in names if two or name == "compute"}
-                ledger.record("shop", charges)
-                twin.record("shop", charges)
+                if step[0] == "record":
+                    ledger.record("shop", charges)
+                    twin.record("shop", charges)
+                else:  # a cached replica: charged only where its reading accepts what is left
+                    read = wide_band(seen) if step[3] else narrow_band(seen)
+                    accepted = read.within(leftover(seen, twin.pending("shop", seen)))
+                    assert ledger.reuse("shop", seen, read, charges) is accepted
+                    if accepted:
+                        twin.record("shop", charges)
             elif step[0] == "wait":
                 clock[0] += step[1]
             elif step[0] == "status":

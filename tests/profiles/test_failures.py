@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import scenarios
 from conftest import History, test_settings
-from promserver import free_port
 
+from tests.tools import free_port
 from webhook.commands import main
 from webhook.core.profile import ContainerProfile
 from webhook.core.workload import WorkloadKey

@@ -15,9 +15,9 @@ import pytest
 import scenarios
 from conftest import History, test_settings
 from headerproxy import TENANT, HeaderProxy
-from promserver import free_port
 from secured import USERNAME, Secured, secured_prometheus
 
+from tests.tools import free_port
 from webhook.commands import main
 from webhook.config.settings import Settings
 from webhook.profiles.build import BuildResult, build_profiles

@@ -4,7 +4,8 @@ One real Prometheus whose `--query.max-samples` is set low, holding namespaces s
 60 s and 300 s, and one whose older day was downsampled to 5 minutes (as Thanos, Mimir and
 VictoriaMetrics keep older data) while its last day is at 1 minute. Each build must stay under its
 budget without a refusal, read at a step no finer than the data (`profiles.resolution`), and store the
-exact percentile of the points at that step, computed here from raw `query_range` answers.
+exact percentile of the points at that step, computed here from raw `query_range` answers. By
+default the step is the rate window (tiles), at least a minute; an explicit one wins.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from dataclasses import dataclass
 import httpx
 import pytest
 from conftest import test_settings
+from hypothesis import given
+from hypothesis import strategies as st
 from promserver import PromServer, backfill
 from synthetic import DAY, MIB, Pod, Workload, noise, quantile, write_openmetrics
 from vmserver import VmServer
@@ -25,7 +28,7 @@ from webhook.core.workload import WorkloadKey
 from webhook.profiles.build import BuildResult, build_profiles
 from webhook.profiles.exact import TOLERANCE
 from webhook.profiles.prometheus import Prometheus
-from webhook.profiles.resolution import choose, nice_interval, points
+from webhook.profiles.resolution import FLOOR, choose, nice_interval, points
 from webhook.profiles.strategy import StrategySettings
 
 END = (1_790_000_000 // DAY) * DAY + 5 * 3600
@@ -49,8 +52,12 @@ def _namespace(namespace: str, *, start: int, end: int) -> list[Workload]:
     ]
 
 
-# namespace -> (scrape interval s, the step and rate window the build must read at)
-SCRAPED = {"every15s": (15, "1m", "30s"), "every60s": (60, "1m", "2m"), "every300s": (300, "5m", "10m")}
+# namespace -> (scrape interval s, the step and rate window the build must read at by default: tiles,
+# the step the rate window, at least a minute)
+SCRAPED = {"every15s": (15, "1m", "30s"), "every60s": (60, "2m", "2m"), "every300s": (300, "10m", "10m")}
+# (namespace, an explicit step) -> the step and rate window read at: the step wins, never finer than the data
+EXPLICIT = {("every60s", "1m"): ("1m", "2m"), ("every300s", "1m"): ("5m", "10m"),
+            ("every15s", "30s"): ("30s", "30s")}
 
 
 @dataclass(frozen=True)
@@ -75,10 +82,10 @@ def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scraped]:
         yield Scraped(server)
 
 
-def _build(scraped: Scraped, namespace: str, **overrides: object) -> BuildResult:
+def _build(scraped: Scraped, namespace: str, *, step: str = "auto", **overrides: object) -> BuildResult:
     prom = Prometheus(scraped.server.url)
     try:
-        settings = test_settings(namespaces=(namespace,), window="2d", step="1m", rate_window="auto",
+        settings = test_settings(namespaces=(namespace,), window="2d", step=step, rate_window="auto",
                                  coverage_step="1h", max_samples=BUDGET,
                                  strategy=StrategySettings(min_hours=6, startup_window_seconds=600),
                                  **overrides)
@@ -98,15 +105,19 @@ def _exact(url: str, namespace: str, name: str, *, step: int, rate_window: int, 
     return quantile([float(v) for series in answer.json()["data"]["result"] for _, v in series["values"]], q)
 
 
-@pytest.mark.parametrize("namespace", [*SCRAPED, "downsampled"])
-def test_a_build_stays_under_its_budget_at_the_data_s_own_resolution(
-    scraped: Scraped, namespace: str
+READS = [(namespace, "auto", step, rate) for namespace, (_, step, rate) in SCRAPED.items()]
+READS += [("downsampled", "auto", "10m", "10m")]  # its coarsest interval, 5 minutes, counts
+READS += [(namespace, asked, step, rate) for (namespace, asked), (step, rate) in EXPLICIT.items()]
+
+
+@pytest.mark.parametrize(("namespace", "asked", "step", "rate"), READS)
+def test_a_build_stays_under_its_budget_and_is_exact_at_the_step_it_reads(
+    scraped: Scraped, namespace: str, asked: str, step: str, rate: str
 ) -> None:
-    result = _build(scraped, namespace)
+    result = _build(scraped, namespace, step=asked)
     assert result.refusals == 0
     assert not result.unread
     assert 0 < result.peak_samples <= QUERY_MAX_SAMPLES
-    step, rate = ("5m", "10m") if namespace == "downsampled" else SCRAPED[namespace][1:]
     for name in ("web0", "web1"):
         profile = result.document.workloads[WorkloadKey(namespace, "Deployment", name)].containers["app"]
         assert isinstance(profile, Recommendation)
@@ -119,26 +130,63 @@ def test_a_build_stays_under_its_budget_at_the_data_s_own_resolution(
 
 
 def test_a_step_finer_than_the_data_is_raised_and_said(scraped: Scraped) -> None:
-    result = _build(scraped, "every300s")
+    result = _build(scraped, "every300s", step="1m")
     assert any("finer than the data" in note for note in result.notes)
+
+
+def test_the_default_step_raises_nothing(scraped: Scraped) -> None:
+    assert not _build(scraped, "every300s").notes
+
+
+MINUTE_SCRAPES = 3600 / 61  # 61 samples in an inclusive hour: 1-minute scrapes
 
 
 @pytest.mark.parametrize(
     ("interval", "step", "rate_window", "expected"),
     [
-        (15.0, 60, "auto", (60, 30)),
-        (3600 / 61, 60, "auto", (60, 120)),  # 61 samples in an inclusive hour: 1-minute scrapes
-        (300.0, 60, "auto", (300, 600)),
-        (300.0, 60, "5m", (300, 600)),  # a rate window under two intervals is raised too
-        (30.0, 60, "10m", (60, 600)),  # a longer window is kept
-        (0.0, 60, "auto", (60, 120)),  # interval unknown: the step as asked
+        # (step, rate window, start-up step) chosen
+        (15.0, "auto", "auto", (60, 30, 60)),  # the 1-minute floor: every other 30 s window
+        (15.0, "auto", "2m", (120, 120, 60)),  # an explicit window: tiles of it
+        (15.0, "30s", "auto", (30, 30, 30)),  # an explicit step wins (never finer than the data)
+        (15.0, "5m", "auto", (300, 30, 60)),
+        (MINUTE_SCRAPES, "auto", "auto", (120, 120, 60)),  # tiles: each interval counted once
+        (MINUTE_SCRAPES, "1m", "auto", (60, 120, 60)),  # overlapping windows, as asked
+        (MINUTE_SCRAPES, "auto", "5m", (300, 300, 60)),
+        (MINUTE_SCRAPES, "auto", "1m", (120, 120, 60)),  # a window under two intervals is raised, then tiled
+        (MINUTE_SCRAPES, "90s", "5m", (90, 300, 60)),
+        (300.0, "auto", "auto", (600, 600, 300)),
+        (300.0, "1m", "auto", (300, 600, 300)),  # a step finer than the data is raised
+        (300.0, "auto", "5m", (600, 600, 300)),  # a rate window under two intervals is raised too
+        (300.0, "15m", "auto", (900, 600, 300)),  # a coarser step is kept
+        (300.0, "auto", "1h", (3600, 3600, 300)),
+        (30.0, "auto", "10m", (600, 600, 60)),  # a longer window is kept
+        (0.0, "auto", "auto", (120, 120, 60)),  # interval unknown: a minute's
+        (0.0, "1m", "auto", (60, 120, 60)),  # interval unknown: the step as asked
+        (0.0, "5m", "auto", (300, 600, 300)),
     ],
 )
 def test_the_step_and_rate_window_follow_the_data(
-    interval: float, step: int, rate_window: str, expected: tuple[int, int]
+    interval: float, step: str, rate_window: str, expected: tuple[int, int, int]
 ) -> None:
     chosen = choose(step=step, rate_window=rate_window, interval=interval, recorded=False)
-    assert (chosen.step, chosen.rate_window) == expected
+    assert (chosen.step, chosen.rate_window, chosen.startup_step) == expected
+
+
+@pytest.mark.parametrize(("interval", "expected"), [(15.0, 60), (MINUTE_SCRAPES, 60), (300.0, 300)])
+def test_a_recorded_rate_is_read_at_its_own_interval_by_default(interval: float, expected: int) -> None:
+    # Each recorded point once: a coarser step would skip points that share no sample.
+    assert choose(step="auto", rate_window="auto", interval=interval, recorded=True).step == expected
+
+
+@given(interval=st.floats(min_value=1, max_value=3600),
+       window=st.sampled_from(["auto", "30s", "2m", "7m", "1h"]))
+def test_the_default_step_counts_every_interval_once_above_the_floor(interval: float, window: str) -> None:
+    chosen = choose(step="auto", rate_window=window, interval=interval, recorded=False)
+    assert chosen.step >= nice_interval(interval)  # never finer than the data
+    assert chosen.rate_window >= 2 * nice_interval(interval)  # rate() always has two samples
+    assert chosen.step == max(FLOOR, chosen.rate_window)  # tiles: no overlap; a gap only under the floor
+    # Start-ups at a minute or the data's interval: the finest step the floor lets any read take.
+    assert chosen.startup_step == max(FLOOR, nice_interval(interval)) <= chosen.step
 
 
 def test_measured_intervals_snap_to_the_configured_ones() -> None:

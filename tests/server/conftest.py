@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import ssl
 import threading
 import time
@@ -21,6 +20,7 @@ import orjson
 import pytest
 
 from tests.shared import review_files
+from tests.tools import free_port
 from webhook.admission import Engine
 from webhook.config.policies import bundled_policies
 from webhook.config.settings import Settings
@@ -48,13 +48,6 @@ NAMESPACE_LABELS: Mapping[str, Mapping[str, str]] = {
 def corpus_files() -> list[Path]:
     """The corpus reviews, or none without ../shared (see tests/shared.py)."""
     return review_files()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @dataclass

@@ -20,7 +20,8 @@ import pytest
 
 from tests.reviews import review_for
 from tests.server.answers import answer_of, metric, patch_of
-from tests.server.conftest import RunningServer, free_port, make_tls_files, running_server
+from tests.server.conftest import RunningServer, make_tls_files, running_server
+from tests.tools import free_port
 from webhook.core.engine import decide
 from webhook.core.workload import WorkloadKey
 from webhook.profiles.store import FileStore, ProfileDocument, WorkloadEntry

@@ -15,7 +15,8 @@ import httpx
 import orjson
 
 from tests.reviews import review_for
-from tests.server.conftest import free_port, make_tls_files, running_server
+from tests.server.conftest import make_tls_files, running_server
+from tests.tools import free_port
 from webhook.core.snapshot import ProfileSnapshot
 from webhook.refreshers.state import State
 

@@ -196,12 +196,8 @@ def _still_fits(
     quotas = cluster.quotas.get(review.namespace) if ledger is not None else None
     if not quotas or ledger is None:
         return True
-    reading = found.room_reading
-    if reading is not None and not reading.within(ledger.left(review.namespace, quotas)):
-        return False
-    if found.charges and not review.dry_run and found.outcome in _ENFORCED:
-        ledger.record(review.namespace, found.charges)
-    return True
+    charged = found.charges and not review.dry_run and found.outcome in _ENFORCED
+    return ledger.reuse(review.namespace, quotas, found.room_reading, found.charges if charged else None)
 
 
 def admit(

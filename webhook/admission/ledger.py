@@ -17,6 +17,8 @@ A cached verdict in a quota namespace is reused while the room its quotas leave 
 verdict's bands (`RoomReading`), asked once per replica: `left` keeps what each quota has left
 (`hard - used - pending`) up to date charge by charge instead of summing the recent Pods again, and
 works it out afresh when the quotas seen change (a new snapshot) or an entry may have expired.
+`reuse` asks and records for such a replica in one call (one clock reading, one look-up of what is
+kept), since every cached replica in a quota namespace asks both.
 
 The admission path runs on one event loop, so deciding and recording happen without a lock.
 """
@@ -28,7 +30,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 
-from webhook.core.quota import Quota, leftover
+from webhook.core.quota import Quota, RoomReading, leftover
 
 __all__ = ["QuotaLedger"]
 
@@ -72,12 +74,21 @@ class QuotaLedger:
             if not entries:
                 continue
             changed_at, total = seen[1], self._totals[key]
-            while entries and (entries[0][0] + self.settle <= changed_at or entries[0][0] + self.ttl <= now):
-                self._take(total, entries.popleft()[1])
+            if self._expired(entries[0][0], changed_at, now):
                 self._left.pop(namespace, None)
-            if entries:
-                found[quota.name] = dict(total)
+                if self._expired(entries[-1][0], changed_at, now):  # in time order: all of them
+                    entries.clear()
+                    total.clear()
+                    continue
+                while self._expired(entries[0][0], changed_at, now):
+                    self._take(total, entries.popleft()[1])
+            found[quota.name] = dict(total)
         return found
+
+    def _expired(self, admitted: float, changed_at: float, now: float) -> bool:
+        """Whether an entry of a Pod admitted at `admitted` is shown by a status seen at `changed_at`
+        (a new version at least `settle` later), or older than `ttl`."""
+        return admitted + self.settle <= changed_at or admitted + self.ttl <= now
 
     def left(self, namespace: str, quotas: Sequence[Quota]) -> Mapping[str, Mapping[str, Decimal]]:
         """Quota name -> key -> `hard - used - pending` (`leftover` of `quotas` and `pending`), kept
@@ -85,9 +96,31 @@ class QuotaLedger:
         kept = self._left.get(namespace)
         if kept is not None and kept[0] is quotas and self._clock() < kept[1]:
             return kept[2]  # the same quotas (so the same versions), and no entry expired since
+        return self._work_out_left(namespace, quotas)
+
+    def _work_out_left(self, namespace: str, quotas: Sequence[Quota]) -> dict[str, dict[str, Decimal]]:
         found = leftover(quotas, self.pending(namespace, quotas))
         self._left[namespace] = (quotas, self._next_expiry(namespace, quotas), found)
         return found
+
+    def reuse(
+        self, namespace: str, quotas: Sequence[Quota], reading: RoomReading | None,
+        charges: Mapping[str, _Charges] | None,
+    ) -> bool:
+        """For a replica of a cached verdict: whether what `quotas` have left (`left`) is within
+        `reading`'s bands (None: the verdict does not depend on it), recording `charges` (None: the
+        replica charges nothing) when it is. `left` then `record`, with one clock reading."""
+        now = self._clock()
+        kept = self._left.get(namespace)
+        if kept is not None and kept[0] is quotas and now < kept[1]:
+            lefts = kept[2]  # the same quotas (so the same versions), and no entry expired since
+        else:
+            lefts = self._work_out_left(namespace, quotas)
+        if reading is not None and not reading.within(lefts):
+            return False
+        if charges:
+            self._record(namespace, charges, now)
+        return True
 
     def _next_expiry(self, namespace: str, quotas: Sequence[Quota]) -> float:
         """The earliest time an entry of these quotas' may expire while their versions stay the same
@@ -98,7 +131,9 @@ class QuotaLedger:
 
     def record(self, namespace: str, charges: Mapping[str, _Charges]) -> None:
         """Remember what a just-admitted Pod charges each quota that counts it."""
-        now = self._clock()
+        self._record(namespace, charges, self._clock())
+
+    def _record(self, namespace: str, charges: Mapping[str, _Charges], now: float) -> None:
         kept = self._left.get(namespace)
         lefts = kept[2] if kept is not None else None
         for name, amounts in charges.items():

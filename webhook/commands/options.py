@@ -134,11 +134,12 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
         "--namespace", action="append", default=[], help="only this namespace (repeatable; default: all)"
     )
     build.add_argument(
-        "--step", type=duration, default=defaults.step,
-        help=f"usage resolution; raised to the data's own interval when coarser [{defaults.step}]",
+        "--step", type=typed(_auto_or_duration), default=defaults.step,
+        help="usage resolution: auto (the rate window, at least 1m: each sample interval counted once) or a"
+        f" duration, raised to the data's own interval when coarser [{defaults.step}]",
     )
     build.add_argument(
-        "--rate-window", type=typed(_rate_window), default=defaults.rate_window,
+        "--rate-window", type=typed(_auto_or_duration), default=defaults.rate_window,
         help="rate() window over the CPU counter: auto (2 scrape intervals, the shortest valid) or a"
         f" duration, raised to 2 intervals when shorter [{defaults.rate_window}]",
     )
@@ -316,7 +317,7 @@ def build_settings(args: argparse.Namespace) -> BuildSettings:
         raise InputError(str(exc)) from None
 
 
-def _rate_window(text: str) -> str:
+def _auto_or_duration(text: str) -> str:
     """`auto` or a duration."""
     return "auto" if text.strip() == "auto" else values.duration(text)
 

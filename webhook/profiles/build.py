@@ -57,8 +57,10 @@ class BuildSettings:
     """What to read from Prometheus; the strategy decides what the numbers mean."""
 
     window: str = "14d"  # how much history to read
-    step: str = "1m"  # resolution of the usage series (subquery and range step)
-    # The usage step; raised to the data's own interval when that is coarser (`resolution`).
+    # The usage step (subquery and range step): `auto`, the rate window (at least a minute), so that
+    # each sample interval is counted once; or a duration, raised to the data's own interval when
+    # that is coarser (`resolution`).
+    step: str = AUTO
     # The `rate()` window over the CPU counter: `auto` (two scrape intervals, the shortest valid) or
     # a duration (raised to two intervals when shorter).
     rate_window: str = AUTO
@@ -108,9 +110,9 @@ class BuildSettings:
 
     def __post_init__(self) -> None:
         for name in ("window", "step", "rate_window", "coverage_step", "startup_lookback"):
-            if not (name == "rate_window" and self.rate_window == AUTO):
+            if getattr(self, name) != AUTO or name not in {"step", "rate_window"}:
                 queries.duration(getattr(self, name))  # raises ValueError naming the bad text
-        if queries.duration(self.step) > queries.duration(self.window):
+        if self.step != AUTO and queries.duration(self.step) > queries.duration(self.window):
             raise ValueError(f"step {self.step} is longer than the window {self.window}")
 
     def seed_every(self) -> int:
@@ -292,7 +294,6 @@ def _build(
     working = checkpoint.copy() if checkpoint is not None else None
     asked_rate = settings.rate_window  # `auto` or a duration: what a policy's statistic names
     window, ns = queries.duration(settings.window), settings.namespaces
-    step = queries.duration(settings.step)
     lookback = min(window, queries.duration(settings.startup_lookback))
     notes: list[str] = []
     with ThreadPoolExecutor(max_workers=max(4, settings.concurrency)) as pool:
@@ -305,7 +306,7 @@ def _build(
         # query uses): asked first, one small query (its median over a share of the Pods, when
         # kube-state-metrics says there are many).
         scrape = read_scrape(prom, ns, end=end, pods=_pods_known(hpas_f), start=end - window)
-        resolution = choose(step=step, rate_window=settings.rate_window, interval=scrape.interval(),
+        resolution = choose(step=settings.step, rate_window=settings.rate_window, interval=scrape.interval(),
                             recorded=settings.cpu_rate_metric is not None)
         settings, rate, step = _resolved(settings, resolution), resolution.rate_window, resolution.step
         interval = scrape.interval() or float(step)
@@ -326,7 +327,8 @@ def _build(
         found = passes.read(
             recent=end - lookback,
             on_recent=lambda recent: reading.append(
-                pool.submit(read_startups, prom, settings, recent, since=end - lookback, end=end)
+                pool.submit(read_startups, prom, settings, recent, since=end - lookback, end=end,
+                            step=resolution.startup_step)
             ),
         )
         if working is not None:
@@ -371,8 +373,12 @@ def _build(
         others: dict[tuple[WorkloadKey, str], dict[str, Decimal]] = defaultdict(dict)
         for statistic in sorted(set(settings.statistics) - {own}):
             progress(f"  CPU statistic {statistic.key} for the policies that name it")
+            # Its rate window resolved as the build's (two intervals at least), read at the build's step.
+            its = choose(step=settings.step, rate_window=statistic.rate_window, interval=scrape.interval(),
+                         recorded=settings.cpu_rate_metric is not None)
             counted = exact_cpu(prom, settings, stats, histories, end=end, pool=counting, progress=progress,
-                                interval=finest, statistic=statistic)
+                                interval=finest, statistic=dataclasses.replace(
+                                    statistic, rate_window=queries.promql_duration(its.rate_window)))
             strategy = settings.strategy
             for pair, (value, _) in counted.items():
                 others[pair][statistic.key] = round_up(value, strategy.cpu_step, strategy.min_cpu)

@@ -65,15 +65,16 @@ def exact_cpu(
 
     `interval`: the finest scrape interval measured (what a query over raw samples costs; 0 unknown).
     `statistic`: another one than the build's own (`settings.strategy`), for a policy that names it
-    (its rate window resolved like the build's: `auto` is two intervals)."""
+    (its rate window resolved by the build as its own, `resolution.choose`; `auto`: the build's)."""
     strategy = settings.strategy
     q, per_pod = strategy.quantile, strategy.cpu_aggregate == "maxPerPod"
     rate_window = queries.duration(settings.rate_window)
     if statistic is not None:
         q, per_pod = statistic.percentile / 100, statistic.aggregate == "maxPerPod"
         if statistic.rate_window != AUTO:
-            # Never under two of the build's steps (its step is no finer than the data).
-            rate_window = max(queries.duration(statistic.rate_window), 2 * queries.duration(settings.step))
+            # As the build resolved it (`resolution.choose`: two intervals at least), not raised to
+            # its step: a step as long as the build's window may well be longer than this one's.
+            rate_window = queries.duration(statistic.rate_window)
     window = queries.duration(settings.window)
     pools: list[Pool] = []
     members: dict[Container, list[object]] = {}

@@ -141,15 +141,17 @@ def startup_groups(
 
 
 def startups(
-    prom: Prometheus, settings: BuildSettings, found: SliceRecords, *, since: float, end: float
+    prom: Prometheus, settings: BuildSettings, found: SliceRecords, *, since: float, end: float,
+    step: int | None = None,
 ) -> dict[SeriesId, list[list[tuple[float, float]]]]:
     """Start-up CPU points (seconds since the start, cores) of the containers that started since `since`.
 
     Their start times are already known from the memory pass (each slice's first start and the
     latest, so a restart in place is seen too), so only their first minutes are read: one range
-    query per group of starts close in time, never a pass over every series.
+    query per group of starts close in time, never a pass over every series. `step`: the build's
+    start-up step (`Resolution.startup_step`, finer than its usage step), else the usage step.
     """
-    step = queries.duration(settings.step)
+    step = step or queries.duration(settings.step)
     limit = settings.strategy.startup_window_seconds
     starts = sorted({
         (record.series, at)
