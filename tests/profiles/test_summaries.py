@@ -132,9 +132,7 @@ class TestTheBudget:
     @pytest.mark.parametrize(("series", "budget", "asked"), [
         # A query for CPU and one for memory per piece:
         (0.0, 0, 2 * (2 * 2 + 5)),  # unknown: a day's first piece of 6 hours, then the rest of it in one
-        # 8 hours x 15 series: 120 series-steps, 6 % of the budget: three a day (the first two days
-        # start with 6 hours, asked before an answer says how many series there are: four)
-        (15.0, 2_000, 2 * (2 * 4 + 5 * 3)),
+        (20.0, 2_000, 2 * 7 * 4),  # 6 hours x 20 series: 120 series-steps, 6 % of the budget: four a day
         (1_000.0, 1_000, 2 * 7 * 24),  # not even an hour under 6 % of it: an hour at a time
     ])
     def test_each_piece_holds_at_most_a_share_of_the_queries_budget_and_answers_the_same(
