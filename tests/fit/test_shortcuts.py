@@ -43,6 +43,11 @@ def pods_and_injections(draw: st.DrawFn) -> tuple[dict[str, Any], list[Injection
     pod = draw(pods(pod_level=True))
     if draw(st.booleans()):
         pod["spec"]["overhead"] = {"cpu": "250m", "memory": "120Mi"}
+    for body in pod["spec"]["containers"]:
+        if draw(st.integers(0, 4)) == 0:  # a value of its own that is no quantity: counted as absent
+            resources = body.setdefault("resources", {})
+            section = resources.setdefault(draw(st.sampled_from(["requests", "limits"])), {})
+            section[draw(st.sampled_from(["cpu", "memory"]))] = "lots"
     return pod, draw(injections(pod))
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import httpx
 
+from tests.profiles.metricsserver import MetricsServer
 from tests.tools import free_port, require_programs
 
 # A remote-read endpoint that refuses connections, consulted only for selectors with
@@ -46,27 +47,24 @@ def backfill(openmetrics: Path, data_dir: Path) -> float:
     return time.monotonic() - started
 
 
-class PromServer:
+class PromServer(MetricsServer):
+    program = "prometheus"
+    package = "prometheus"
+    ready_path = "/-/ready"
+
     def __init__(
         self, data_dir: Path, *, max_samples: int | None = None, extra_args: tuple[str, ...] = (),
         web_config: Path | None = None, probe: httpx.Client | None = None,
     ) -> None:
         """`web_config`: Prometheus' --web.config.file (TLS, basic auth); `probe` then asks /-/ready."""
-        self.data_dir = data_dir
+        super().__init__(data_dir, scheme="https" if web_config else "http", probe=probe)
         self.extra_args = extra_args + ((f"--web.config.file={web_config}",) if web_config else ())
-        self.probe = probe or httpx.Client(timeout=1.0)
-        self.port = free_port()
-        self.url = f"{'https' if web_config else 'http'}://127.0.0.1:{self.port}"
         self.max_samples = max_samples
-        self.process: subprocess.Popen[bytes] | None = None
-        self.log = data_dir.parent / "prometheus.log"
 
-    def start(self, timeout: float = 60.0) -> PromServer:
-        require_binaries()
+    def arguments(self) -> list[str]:
         config = self.data_dir.parent / "prometheus.yml"
         config.write_text(CONFIG.format(dead_port=free_port()))
         args = [
-            "prometheus",
             f"--config.file={config}",
             f"--storage.tsdb.path={self.data_dir}",
             "--storage.tsdb.retention.time=60d",
@@ -75,35 +73,4 @@ class PromServer:
         ]
         if self.max_samples:
             args.append(f"--query.max-samples={self.max_samples}")
-        args += self.extra_args
-        with self.log.open("wb") as log:
-            self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"prometheus exited: {self.log.read_text()[-2000:]}")
-            try:
-                if self.probe.get(f"{self.url}/-/ready", timeout=1.0).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        self.stop()
-        raise RuntimeError(f"prometheus not ready after {timeout}s: {self.log.read_text()[-2000:]}")
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.process = None
-        self.probe.close()
-
-    def __enter__(self) -> PromServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        return args + list(self.extra_args)

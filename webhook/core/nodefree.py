@@ -114,24 +114,31 @@ _KEYS = tuple((section, resource, f"{section}.{resource}")
 
 
 def _container_values(body: Mapping[str, Any], over: Mapping[str, str] | None) -> dict[str, Decimal]:
-    """"requests.cpu" ... of one container, `over` (key -> quantity text) over its own values."""
-    found: dict[str, Decimal] = {}
+    """"requests.cpu" ... of one container, `over` (key -> quantity text) over its own values: each
+    value parsed once, an injected one instead of the container's own (an unreadable one: absent)."""
     resources = body.get("resources")
-    if resources and (type(resources) is dict or isinstance(resources, Mapping)):
-        for section in ("requests", "limits"):
-            for resource, value in cpu_memory(resources.get(section)).items():
-                found[f"{section}.{resource}"] = value
-    if over:
-        for key, text in over.items():
-            if key not in _NAMES:
+    if not resources or not (type(resources) is dict or isinstance(resources, Mapping)):
+        resources = _NO_VALUES
+    found: dict[str, Decimal] = {}
+    raw: object
+    for section, resource, key in _KEYS:
+        if over and key in over:
+            raw = over[key]
+        else:
+            values = resources.get(section)
+            if not values or not (type(values) is dict or isinstance(values, Mapping)):
                 continue
-            try:
-                found[key] = parse(text)
-            except QuantityError:
-                found.pop(key, None)
+            raw = values.get(resource)
+            if raw is None:
+                continue
+        try:
+            found[key] = parse(raw)
+        except QuantityError:
+            continue
     return found
 
 
+_NO_VALUES: Mapping[str, Any] = {}
 _ORDER = tuple(key for _section, _resource, key in _KEYS)
 _NAMES = frozenset(_ORDER)
 
