@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import math
+import threading
 from array import array
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
@@ -162,28 +163,37 @@ def summarize(
         return checkpoint is not None and bounds[1] - bounds[0] == DAY and bounds[1] % DAY == 0
 
     widest = [0]  # the most series an answer held so far (the pieces are sized by it)
+    sized = threading.Event()  # the first piece is answered: the other days start sized by it
     longest = int(min(DAY, max(_PIECE, _PIECE * interval / _FINE))) // HOUR * HOUR
     if series > 0 and budget > 0:
         longest = min(longest, max(1, int(_SHARE * budget // series)) * HOUR)
 
-    def asked(bounds: tuple[float, float]) -> _Day:
-        """The hourly values in (lo, hi], asked a few hours at a time; kept when a whole UTC day."""
+    def asked(bounds: tuple[float, float], leads: bool) -> _Day:
+        """The hourly values in (lo, hi], asked a few hours at a time; kept when a whole UTC day.
+        `leads`: the first day asked; the others wait for its first piece (pieces the same every run)."""
         lo, hi = bounds
         day: _Day = {}
         start = int(lo)
-        while start < hi:
-            first = min(_PIECE, longest)
-            piece = max(HOUR, min(longest, _POINTS // widest[0] * HOUR)) if widest[0] else first
-            for stat, query in asks.items():  # one kind a query: see queries.usage_by_controller
-                answer = prom.range_points(query, start=start + HOUR, end=min(hi, start + piece), step=HOUR)
-                widest[0] = max(widest[0], len(answer))
-                for found, points in answer:
-                    labels = (*(found.get(name, "") for name in _LABELS[:-1]), stat)
-                    values = day.get(labels) or day.setdefault(labels, array("d", [math.nan] * HOURS))
-                    for at, value in points:
-                        values[round((at - lo) / HOUR) - 1] = float(value)
-                del answer
-            start += piece
+        try:
+            while start < hi:
+                if not leads:
+                    sized.wait()
+                first = min(_PIECE, longest)
+                piece = max(HOUR, min(longest, _POINTS // widest[0] * HOUR)) if widest[0] else first
+                stop = min(hi, start + piece)
+                for stat, query in asks.items():  # one kind a query: see queries.usage_by_controller
+                    answer = prom.range_points(query, start=start + HOUR, end=stop, step=HOUR)
+                    widest[0] = max(widest[0], len(answer))
+                    for found, points in answer:
+                        labels = (*(found.get(name, "") for name in _LABELS[:-1]), stat)
+                        values = day.get(labels) or day.setdefault(labels, array("d", [math.nan] * HOURS))
+                        for at, value in points:
+                            values[round((at - lo) / HOUR) - 1] = float(value)
+                    del answer
+                sized.set()
+                start += piece
+        finally:
+            sized.set()  # a first day that failed holds no other
         if checkpoint is not None and whole(bounds):
             checkpoint.keep_day(_KIND, hi, _rows(day), end=end)
         return day
@@ -207,7 +217,8 @@ def summarize(
         # Two days at a time: Prometheus evaluates them on both cores while the answers are read here.
         asking = [bounds for bounds in cut if bounds not in kept]
         with ThreadPoolExecutor(max_workers=2) as pool:
-            for (lo, _), day in zip(asking, pool.map(asked, asking), strict=True):
+            leading = [number == 0 for number in range(len(asking))]
+            for (lo, _), day in zip(asking, pool.map(asked, asking, leading), strict=True):
                 add(day.items(), lo)
     except PrometheusError as exc:
         progress(f"  summaries left out: {exc}")
