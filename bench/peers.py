@@ -34,6 +34,7 @@ import json
 import math
 import os
 import random
+import shlex
 import statistics
 import subprocess
 import sys
@@ -365,6 +366,8 @@ def main() -> int:
     parser.add_argument("--compare", type=int, default=150, metavar="N",
                         help="compare per container on N workloads drawn at random "
                              "(seed 28; 0: all; -1: none) [150]")
+    parser.add_argument("--pod-tailor-args", default="", metavar="ARGS",
+                        help="more options for `profiles build`, e.g. '--prometheus-max-samples 250000'")
     args = parser.parse_args()
     data = args.keep / "data"
     if not (data.exists() and any(data.iterdir())):
@@ -411,7 +414,7 @@ def main() -> int:
         compiled(sys.executable, Path(__file__).resolve().parents[1] / "webhook")
         command = [sys.executable, "-m", "webhook", "profiles", "build", "--prometheus", "{url}", "--window",
                    f"{args.window_days}d", "--end", str(end), "--no-checkpoint", "--allow-shrink",
-                   "--store", str(store)]
+                   "--store", str(store), *shlex.split(args.pod_tailor_args)]
         env = dict(os.environ, POD_TAILOR_PROFILES=str(store))
         store.unlink(missing_ok=True)
         runs.append(measured("pod-tailor build", data, command, env))

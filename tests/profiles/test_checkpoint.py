@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 import scenarios
@@ -262,7 +264,7 @@ class TestTheOtherDailyReads:
         """The queries a build asks (their texts), with `kept`; the result is checked by the caller."""
         prom = Prometheus(history.prometheus.url)
         asked: list[str] = []
-        instant, ranged = prom.instant, prom.range
+        instant, ranged, points = prom.instant, prom.range, prom.range_points
 
         def counted_instant(query: str, **kw: float) -> list[Sample]:
             asked.append(query)
@@ -272,7 +274,12 @@ class TestTheOtherDailyReads:
             asked.append(query)
             return ranged(query, **kw)  # type: ignore[arg-type]
 
+        def counted_points(query: str, **kw: float) -> list[tuple[Mapping[str, str], Any]]:
+            asked.append(query)
+            return points(query, **kw)  # type: ignore[arg-type]
+
         prom.instant, prom.range = counted_instant, counted_range  # type: ignore[method-assign]
+        prom.range_points = counted_points  # type: ignore[method-assign]
         try:
             self.result = build_profiles(prom, self.SETTINGS, end=end, checkpoint=kept)
         finally:

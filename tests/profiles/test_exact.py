@@ -11,12 +11,15 @@ top is exact or declines, as a property.
 from __future__ import annotations
 
 import math
+import shutil
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from conftest import test_settings
+from faultproxy import FaultProxy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from promserver import PromServer, backfill
@@ -25,6 +28,7 @@ from synthetic import DAY, MIB, Observed, Pod, Workload, noise, quantile, write_
 from webhook.core.profile import Recommendation
 from webhook.core.workload import WorkloadKey
 from webhook.profiles.build import BuildResult, build_profiles
+from webhook.profiles.cpustat import batch_budget
 from webhook.profiles.exact import TOLERANCE, Outcome, Pool, by_pod, from_top, needed, top_fetch
 from webhook.profiles.prometheus import Prometheus
 from webhook.profiles.strategy import StrategySettings
@@ -155,6 +159,45 @@ def test_other_percentiles_are_exact_too(mix: Mix, percentile: float) -> None:
     result = _build(mix, strategy={"cpu_percentile": percentile})
     exact = quantile(mix.observed.cpu[("mix/Deployment/shards", "app")], percentile / 100)
     assert abs(_stored(result, "shards") / exact - 1) <= TOLERANCE
+
+
+# --------------------------------------------------------------------------- what it costs Prometheus
+
+
+SERIES_POINTS = 6 * DAY // STEP  # the points one series of the mix holds at the build's step: 1,728
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_the_top_fetchs_batches_in_flight_hold_half_of_one_querys_budget_together(
+    mix: Mix, tmp_path: Path, concurrency: int
+) -> None:
+    """Where Prometheus' heap peaks: each batch (its count and its filter) holds at most
+    max_samples / (2 x concurrency) points, as Prometheus counts them (besides, while it counts or
+    filters them, one series' points again). Against a server that refuses a pool's three series
+    over the whole window (what two batches in flight under one query's budget would ask), the
+    batches take half of it each and none is refused."""
+    budget = 7 * SERIES_POINTS // 2 * concurrency
+    settings = test_settings(max_samples=budget, concurrency=concurrency)
+    assert SERIES_POINTS <= batch_budget(settings) < 2 * SERIES_POINTS
+    copy = tmp_path / "data"
+    shutil.copytree(mix.server.data_dir, copy, ignore=shutil.ignore_patterns("lock", "wal", "chunks_head"))
+    # Refuses a pool's three series over the whole window (and, counting them, one again).
+    with PromServer(copy, max_samples=3 * SERIES_POINTS) as limited, \
+            FaultProxy(limited.url, lambda _: None) as proxy:
+        prom = Prometheus(proxy.url)
+        try:
+            result = build_profiles(prom, test_settings(namespaces=("mix",), window="6d", max_samples=budget,
+                                                        concurrency=concurrency), end=END)
+        finally:
+            prom.close()
+    peaks = [peak for _, query, peak in proxy.answered if "count_over_time(rate(" in query or ") > " in query]
+    assert len(peaks) >= 2 * 2 * 2  # two pools, each counted and filtered over two spans
+    span_points = SERIES_POINTS // 2
+    assert max(peaks) <= batch_budget(settings) + span_points
+    assert result.refusals == 0
+    for name in ("shards", "uneven"):
+        exact = quantile(mix.observed.cpu[(f"mix/Deployment/{name}", "app")], 0.95)
+        assert abs(_stored(result, name) / exact - 1) <= TOLERANCE
 
 
 # --------------------------------------------------------------------------- the top fetch alone

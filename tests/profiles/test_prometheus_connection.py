@@ -347,8 +347,12 @@ def _value(text: str, series: str) -> float | None:
 
 
 class TestRecommenderMetricsAndSecrets:
-    def _run(self, args: list[str], port: int, until: Callable[[str], bool]) -> str:
-        """`recommend` in a thread; the metrics page once `until` holds (the command runs on meanwhile)."""
+    def _run(self, options: list[str], *, store: Path, interval: int, until: Callable[[str], bool]) -> str:
+        """`recommend` (two builds `interval` s apart) in a thread, its metrics on a free port; the metrics
+        page once `until` holds (the command runs on meanwhile)."""
+        port = free_port()
+        args = [*options, *RECOMMEND, "--store", str(store), "--metrics-port", str(port),
+                "--metrics-host", "127.0.0.1", "--max-builds", "2", "--interval", str(interval)]
         done: list[int] = []
         thread = threading.Thread(target=lambda: done.append(main(["recommend", *args])), daemon=True)
         thread.start()
@@ -361,27 +365,11 @@ class TestRecommenderMetricsAndSecrets:
         return page
 
     def test_a_successful_build_is_counted_with_what_it_wrote(self, secured: Secured, tmp_path: Path) -> None:
-        port = free_port()
-        args = [
-            *secured.good_options(),
-            "--prometheus-selector",
-            EU,
-            *RECOMMEND,
-            "--store",
-            str(tmp_path / "p.json"),
-            "--metrics-port",
-            str(port),
-            "--metrics-host",
-            "127.0.0.1",
-            "--max-builds",
-            "2",
-            "--interval",
-            "1",
-        ]
         page = self._run(
-            args,
-            port,
-            lambda text: _value(text, 'pod_tailor_recommender_builds_total{result="success"}') == 1,
+            [*secured.good_options(), "--prometheus-selector", EU],
+            store=tmp_path / "p.json",
+            interval=1,
+            until=lambda text: _value(text, 'pod_tailor_recommender_builds_total{result="success"}') == 1,
         )
         assert _value(page, 'pod_tailor_recommender_builds_total{result="failure"}') == 0
         assert _value(page, "pod_tailor_recommender_workloads") == 10
@@ -404,25 +392,11 @@ class TestRecommenderMetricsAndSecrets:
         options = secured.good_options()
         at = options.index("--prometheus-password-file")
         del options[at : at + 2]
-        port = free_port()
-        args = [
-            *options,
-            *RECOMMEND,
-            "--store",
-            str(tmp_path / "p.json"),
-            "--metrics-port",
-            str(port),
-            "--metrics-host",
-            "127.0.0.1",
-            "--max-builds",
-            "2",
-            "--interval",
-            "2",
-        ]
         page = self._run(
-            args,
-            port,
-            lambda text: _value(text, 'pod_tailor_recommender_builds_total{result="failure"}') == 1,
+            options,
+            store=tmp_path / "p.json",
+            interval=2,
+            until=lambda text: _value(text, 'pod_tailor_recommender_builds_total{result="failure"}') == 1,
         )
         out, err = capsys.readouterr()
         logged = caplog.text

@@ -75,9 +75,10 @@ class TestWhatTheSummariesSay:
     def test_the_pass_costs_a_query_a_day_once_the_first_answers_say_the_fleet_is_small(
         self, summarized: BuildResult, built: BuildResult
     ) -> None:
-        # The first two days (asked at once) start with 6 hours, as a large fleet's must (a day parsed
-        # whole held too much at 2,000 workloads); the rest of each day, and every later day, in one.
-        assert summarized.queries == built.queries + 2 * 2 + 5
+        # The first day starts with 6 hours, as a large fleet's must (a day parsed whole held too much
+        # at 2,000 workloads); the other days wait for that answer: the rest of the first day, and
+        # every later day, in one; a query for CPU and one for memory each time.
+        assert summarized.queries == built.queries + 2 * (2 + 6)
 
 
 class TestTheStore:
@@ -129,9 +130,10 @@ class TestTheStore:
 
 class TestTheBudget:
     @pytest.mark.parametrize(("series", "budget", "asked"), [
-        (0.0, 0, 2 * 2 + 5),  # unknown: a day's first piece of 6 hours, then the rest of it in one
-        (15.0, 2_000, 7 * 6),  # 4 hours x 15 series: 60 series-steps, 3 % of the budget: six a day
-        (1_000.0, 1_000, 7 * 24),  # not even an hour under 3 % of it: an hour at a time
+        # A query for CPU and one for memory per piece:
+        (0.0, 0, 2 * (2 + 6)),  # unknown: a first piece of 6 hours, then the rest of that day in one
+        (20.0, 2_000, 2 * 7 * 4),  # 6 hours x 20 series: 120 series-steps, 6 % of the budget: four a day
+        (1_000.0, 1_000, 2 * 7 * 24),  # not even an hour under 6 % of it: an hour at a time
     ])
     def test_each_piece_holds_at_most_a_share_of_the_queries_budget_and_answers_the_same(
         self, history: History, series: float, budget: int, asked: int

@@ -188,6 +188,14 @@ class Prometheus:
             merged.setdefault(key, []).extend((float(t), float(v)) for t, v in item["values"])
         return [Series(dict(key), tuple(sorted(points))) for key, points in merged.items()]
 
+    def range_points(
+        self, query: str, *, start: float, end: float, step: int
+    ) -> list[tuple[Mapping[str, str], Any]]:
+        """`range` as Prometheus wrote it: (labels, [[time, "value"], ...]) per series and piece, not
+        merged, sorted or turned into tuples (for an answer its reader walks once, point by point)."""
+        found = self._ranged(query, start=start, end=end, step=step)
+        return [(item["metric"], item["values"]) for item in found]
+
     def range_values(self, query: str, *, start: float, end: float, step: int) -> list[Values]:
         """`range` without timestamps or order: (labels, values) per series and piece, negative values
         as 0 (a counter's reset). For answers of millions of points, where only the values count."""

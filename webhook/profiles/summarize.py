@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import math
+import threading
 from array import array
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
@@ -48,13 +49,16 @@ class _Usage:
     sums: list[float] = field(default_factory=lambda: [0.0] * HOURS)
     counts: list[int] = field(default_factory=lambda: [0] * HOURS)
 
-    def add(self, at: float, value: float) -> None:
-        if math.isnan(value):
-            return
-        self.values.append(value)
-        hour = int(at // HOUR) % HOURS
-        self.sums[hour] += value
-        self.counts[hour] += 1
+    def add(self, lo: float, values: Iterable[float]) -> None:
+        """A day's hourly values, the n-th (from 0) at `lo` + n + 1 hours (NaN: no value)."""
+        first = int(lo // HOUR) + 1
+        kept, sums, counts = self.values, self.sums, self.counts
+        for index, value in enumerate(values):  # a few million points a build: no call per point
+            if value == value:  # not NaN
+                kept.append(value)
+                hour = (first + index) % HOURS
+                sums[hour] += value
+                counts[hour] += 1
 
     def quantiles(self) -> dict[str, float]:
         if not self.values:
@@ -96,7 +100,7 @@ _POINTS = 72_000
 # 1, 3, 6 and 12 hours took 21.8, 12.8, 10.6 and 10.0 s and Prometheus' heap to 60, 67, 87 and 105 MiB;
 # on the 300 s one (~1,900 series) pieces of 5, 12 and 24 hours to 45, 47 and 66 MiB. The raw samples a
 # piece reads do not predict it (the 60 s set's hour reads more of them than the 300 s set's 12 hours).
-_SHARE = 0.03
+_SHARE = 0.06
 _FINE = 60.0  # seconds between samples at which a piece is `_PIECE` at most
 _Day = dict[tuple[str, ...], "array[float]"]  # a series' labels -> its hourly values of a day (NaN: none)
 
@@ -147,7 +151,7 @@ def summarize(
     selects (CPU's, as many memory ones), `budget`: points one query may hold (the build's per-query
     budget); a piece is the whole hours whose series x steps are under `_SHARE` of it, at least one
     (0: unknown)."""
-    query = queries.usage_by_controller(namespaces, rate_window=rate_window, recorded=recorded)
+    asks = queries.usage_by_controller(namespaces, rate_window=rate_window, recorded=recorded)
     usage: defaultdict[tuple[WorkloadKey, str, str], _Usage] = defaultdict(_Usage)
     last = end - end % HOUR
     if checkpoint is None:
@@ -159,27 +163,37 @@ def summarize(
         return checkpoint is not None and bounds[1] - bounds[0] == DAY and bounds[1] % DAY == 0
 
     widest = [0]  # the most series an answer held so far (the pieces are sized by it)
+    sized = threading.Event()  # the first piece is answered: the other days start sized by it
     longest = int(min(DAY, max(_PIECE, _PIECE * interval / _FINE))) // HOUR * HOUR
     if series > 0 and budget > 0:
         longest = min(longest, max(1, int(_SHARE * budget // series)) * HOUR)
 
-    def asked(bounds: tuple[float, float]) -> _Day:
-        """The hourly values in (lo, hi], asked a few hours at a time; kept when a whole UTC day."""
+    def asked(bounds: tuple[float, float], leads: bool) -> _Day:
+        """The hourly values in (lo, hi], asked a few hours at a time; kept when a whole UTC day.
+        `leads`: the first day asked; the others wait for its first piece (pieces the same every run)."""
         lo, hi = bounds
         day: _Day = {}
         start = int(lo)
-        while start < hi:
-            first = min(_PIECE, longest)
-            piece = max(HOUR, min(longest, _POINTS // widest[0] * HOUR)) if widest[0] else first
-            answer = prom.range(query, start=start + HOUR, end=min(hi, start + piece), step=HOUR)
-            widest[0] = max(widest[0], len(answer))
-            for series in answer:
-                labels = tuple(series.labels.get(name, "") for name in _LABELS)
-                values = day.get(labels) or day.setdefault(labels, array("d", [math.nan] * HOURS))
-                for at, value in series.points:
-                    values[round((at - lo) / HOUR) - 1] = value
-            del answer
-            start += piece
+        try:
+            while start < hi:
+                if not leads:
+                    sized.wait()
+                first = min(_PIECE, longest)
+                piece = max(HOUR, min(longest, _POINTS // widest[0] * HOUR)) if widest[0] else first
+                stop = min(hi, start + piece)
+                for stat, query in asks.items():  # one kind a query: see queries.usage_by_controller
+                    answer = prom.range_points(query, start=start + HOUR, end=stop, step=HOUR)
+                    widest[0] = max(widest[0], len(answer))
+                    for found, points in answer:
+                        labels = (*(found.get(name, "") for name in _LABELS[:-1]), stat)
+                        values = day.get(labels) or day.setdefault(labels, array("d", [math.nan] * HOURS))
+                        for at, value in points:
+                            values[round((at - lo) / HOUR) - 1] = float(value)
+                    del answer
+                sized.set()
+                start += piece
+        finally:
+            sized.set()  # a first day that failed holds no other
         if checkpoint is not None and whole(bounds):
             checkpoint.keep_day(_KIND, hi, _rows(day), end=end)
         return day
@@ -189,10 +203,8 @@ def summarize(
             labels = dict(zip(_LABELS, names, strict=True))
             key = _key(owners, labels)
             stat = labels["stat"]
-            if key is not None and stat in ("cpu", "memory"):
-                into = usage[(*key, stat)]
-                for index, value in enumerate(values):
-                    into.add(lo + (index + 1) * HOUR, value)
+            if key is not None and stat in asks:
+                usage[(*key, stat)].add(lo, values)
 
     kept: set[tuple[float, float]] = set()
     try:
@@ -205,7 +217,8 @@ def summarize(
         # Two days at a time: Prometheus evaluates them on both cores while the answers are read here.
         asking = [bounds for bounds in cut if bounds not in kept]
         with ThreadPoolExecutor(max_workers=2) as pool:
-            for (lo, _), day in zip(asking, pool.map(asked, asking), strict=True):
+            leading = [number == 0 for number in range(len(asking))]
+            for (lo, _), day in zip(asking, pool.map(asked, asking, leading), strict=True):
                 add(day.items(), lo)
     except PrometheusError as exc:
         progress(f"  summaries left out: {exc}")
