@@ -3,14 +3,22 @@
 Why not more quantiles in the big passes: each `quantile_over_time` reads every sample of the window
 again, the most expensive thing a build does. This pass asks instead, six hours at a time at first,
 then as many hours as keep an answer under `_POINTS` (at 2,000 workloads a day's answer parsed whole,
-two in flight, was the peak of a build's memory; a small fleet's day is one query), for a range
-query at 1-hour steps of the usage averaged over the Pods of each controller (`usage_by_controller`):
-Prometheus evaluates the rate 24 times a day per series (a few samples each, a small fraction of one
-pass over the window) and sends one series per ReplicaSet, DaemonSet or Job, not one per Pod. Those
-hourly points give the 24-point day (their mean by UTC hour) and the distribution (their quantiles).
-The quantiles are therefore of hourly averages over the replicas: flatter than the per-Pod usage the
-recommendation's own p95 and peak are measured on, which is why the charts draw both. With a
-checkpoint, the whole UTC days are kept (`checkpoint.Checkpoint.keep_day`) and not asked again.
+two in flight, was the peak of a build's memory; a small fleet's day is one query), for range
+queries (one for CPU, one for memory) at 1-hour steps of the usage averaged over the Pods of each
+controller (`usage_by_controller`): one series per ReplicaSet, DaemonSet or Job, not one per Pod.
+Those hourly points give the 24-point day (their mean by UTC hour) and the distribution (their
+quantiles). The quantiles are therefore of hourly averages over the replicas: flatter than the
+per-Pod usage the recommendation's own p95 and peak are measured on, which is why the charts draw
+both. With a checkpoint, the whole UTC days are kept (`checkpoint.Checkpoint.keep_day`) and not
+asked again.
+
+What it costs is Prometheus', and not the points: on the 60 s peer set (4,668 series of each kind, 7
+days) Prometheus spends about half of it selecting the series and decoding the raw samples (a chunk
+is decoded from its start, so an hourly step over 2-hour chunks decodes nearly every sample: about
+3.5 s for CPU's rate, 2.5 s for memory, whatever the pieces), then per kind about 0.9 s relabelling,
+0.9 s averaging and 1.1 s writing 250,000 points as JSON. Asked as one `or` of both kinds in 3-hour
+pieces it took 16.0-16.4 s of Prometheus CPU and 5.2-6.0 s here (heap peak 70-74 MiB); as one query
+per kind in 6-hour pieces, read without a tuple per point, 12.4-13.4 s and 2.6-2.8 s (65-67 MiB).
 """
 
 from __future__ import annotations
@@ -93,13 +101,18 @@ _PIECE = 6 * HOUR  # a day's first piece: at 2,000 workloads, a whole day's answ
 # but never over the raw samples 6 hours of 1-minute data hold (Prometheus' heap grows with those: a
 # day of 1-minute data at 500 workloads in one query took it from 35 to 370 MiB): a day at 4 minutes.
 _POINTS = 72_000
-# Series x hourly steps one piece holds at most, as a share of the build's per-query budget (3 %: 15,000
-# at the default 500 k). What this query costs Prometheus is selecting and decoding every series over the
-# piece (a query per hour is mostly that, again and again) and, in heap, a relabelled and regrouped copy
-# of every series at every step: on the 60 s peer set (4,668 series; 2 days, two in flight) pieces of
-# 1, 3, 6 and 12 hours took 21.8, 12.8, 10.6 and 10.0 s and Prometheus' heap to 60, 67, 87 and 105 MiB;
-# on the 300 s one (~1,900 series) pieces of 5, 12 and 24 hours to 45, 47 and 66 MiB. The raw samples a
-# piece reads do not predict it (the 60 s set's hour reads more of them than the 300 s set's 12 hours).
+# Series x hourly steps one query (of one kind) holds at most, as a share of the build's per-query
+# budget (6 %: 30,000 at the default 500 k; the points the `or` of both kinds held at 3 %). What this
+# costs Prometheus is selecting and decoding every series over the piece (a query per hour is mostly
+# that, again and again) and, in heap, a relabelled and regrouped copy of every series at every step:
+# on the 60 s peer set (4,668 series; 2 days, two in flight) `or` pieces of 1, 3, 6 and 12 hours took
+# 21.8, 12.8, 10.6 and 10.0 s and Prometheus' heap to 60, 67, 87 and 105 MiB; on the 300 s one (~1,900
+# series) pieces of 5, 12 and 24 hours to 45, 47 and 66 MiB. The raw samples a piece reads do not
+# predict it (the 60 s set's hour reads more of them than the 300 s set's 12 hours). One kind a query,
+# the whole week (60 s set): pieces of 3 hours took 16.5-19.3 s of Prometheus CPU and its heap to 55-60
+# MiB, of 6 hours 12.4-13.4 s and 65-67 (the `or` at 3 hours: 16.0-16.4 s, 70-74); 300 s set: 8 hours
+# 3.3-3.7 s, 38-45 MiB, 16 hours 3.8-4.2 s, 50-52 (the `or` at 8 hours: 3.9-5.4 s, 47-48; the build's
+# peak there, 55-56 MiB, is the big passes').
 _SHARE = 0.06
 _FINE = 60.0  # seconds between samples at which a piece is `_PIECE` at most
 _Day = dict[tuple[str, ...], "array[float]"]  # a series' labels -> its hourly values of a day (NaN: none)
