@@ -1,7 +1,7 @@
 """Benchmark: pod-tailor over TLS against a null webhook on the same stack, under the same load.
 
     .venv/bin/python bench/serve.py [--rounds 15] [--seconds 3] [--rate 1000] [--burst 50000] [--uncached]
-                                    [--mix]
+                                    [--mix] [--cluster-facts]
 
 For each server (the real `pod-tailor serve`; the null webhook, a FastAPI+uvicorn+TLS app whose route
 answers `allowed: true` without looking at the Pod; the same null answering from a plain ASGI
@@ -17,7 +17,11 @@ request, the plain ASGI null's over pod-tailor's, >= 0.6 for the corpus' replica
 since pod-tailor's /mutate is such an endpoint on the same uvicorn; (issue 16) the FastAPI null's over
 pod-tailor's, >= 0.6 with the verdict cache off (`--uncached`) and >= 0.8 for a realistic mix (`--mix`,
 bench/mix.py). Both nulls' ratios are printed for every run, and the CPU pod-tailor adds per Pod over
-the plain null (the README's "about N us").
+the plain null (the README's "about N us"). `--cluster-facts` (issue 27) adds a second pod-tailor
+that reads Nodes, DaemonSets and ResourceQuotas through its kubeconfig from the fake API server
+(bench/served_facts.py: bench/fit_sim.py's 1,019 nodes, a quota in every namespace), so the node fit
+and quota rules run on every Pod, and prints its server CPU per request over the first's as
+"rules/today" (target <= 1.10); the metrics of capped decisions show that both rules ran.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import os
 import random
 import re
@@ -52,6 +57,7 @@ from tests.shared import MISSING  # noqa: E402
 from tests.tools import free_port  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import served_facts  # noqa: E402
 from mix import MARKER, SHARES, mix_bodies  # noqa: E402
 
 CORPUS = Path(os.environ.get("POD_TAILOR_CORPUS", SHARED_CORPUS / "reviews"))
@@ -59,6 +65,8 @@ REPLICAS = 8  # per corpus review: distinct uids and ServiceAccount volume names
 PATH = "/mutate?timeout=10s"
 HOST = "127.0.0.1"
 UNCACHED = "pod-tailor (no cache)"
+FACTS = "pod-tailor (facts)"
+RULES_TARGET = 1.10  # server CPU per request, with the node fit and quota rules over without (issue 27)
 PLAIN = "null (plain ASGI)"
 PLAIN_TARGET = 0.6  # server CPU per request, the plain ASGI null's over pod-tailor's (cached replicas)
 T = TypeVar("T")
@@ -156,14 +164,17 @@ class Tls:
 
 
 @contextlib.contextmanager
-def started(name: str, tls: Tls, cpu: str) -> Iterator[tuple[int, int]]:
-    """Start one server pinned to `cpu`; yields (port, pid)."""
+def started(name: str, tls: Tls, cpu: str, *, kubeconfig: Path | None = None) -> Iterator[tuple[int, int]]:
+    """Start one server pinned to `cpu` (pod-tailor reading the cluster through `kubeconfig` if
+    given); yields (port, pid)."""
     port = free_port()
     if name.startswith("pod-tailor"):
         command = [sys.executable, "-m", "webhook", "serve", "--host", HOST, "--port", str(port),
                    "--cert-file", str(tls.cert), "--key-file", str(tls.key)]
         if name == UNCACHED:
             command += ["--verdict-cache-size", "0"]
+        if kubeconfig is not None:
+            command += ["--kubeconfig", str(kubeconfig)]
     else:
         command = [sys.executable, str(Path(__file__).resolve()), "--null-server", str(port),
                    "--cert", str(tls.cert), "--key", str(tls.key)] + (["--plain"] if name == PLAIN else [])
@@ -379,6 +390,21 @@ def _run(coroutine: Coroutine[Any, Any, T]) -> T:
     return uvloop.run(coroutine)
 
 
+def wait_for_facts(port: int, context: ssl.SSLContext) -> None:
+    """Until pod-tailor has the nodes and DaemonSets: a probe Pod on the small spot nodes is capped."""
+    deadline = time.monotonic() + 60
+    with httpx.Client(verify=context) as client:
+        for attempt in itertools.count():
+            body = served_facts.probe(f"probe-{attempt}")
+            answer = client.post(f"https://{HOST}:{port}{PATH}", content=body,
+                                 headers={"Content-Type": "application/json"}).json()["response"]
+            if any("capped" in warning for warning in answer.get("warnings", ())):
+                return
+            if time.monotonic() > deadline:
+                raise SystemExit(f"pod-tailor never saw the cluster facts: {answer}")
+            time.sleep(0.2)
+
+
 def make_tls(directory: Path) -> Tls:
     sys.path.insert(0, str(ROOT))
     from webhook.server.certs import write_dev_certs
@@ -453,6 +479,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="also measure pod-tailor with its verdict cache off (every Pod decided afresh)")
     parser.add_argument("--mix", action="store_true",
                         help="also load pod-tailor and the null webhook with a realistic mix (bench/mix.py)")
+    parser.add_argument("--cluster-facts", action="store_true",
+                        help="also measure pod-tailor reading Nodes, DaemonSets and ResourceQuotas from a"
+                        " fake API server (bench/served_facts.py): the node fit and quota rules' cost")
     parser.add_argument("--burst", type=int, default=50_000, help="Pod creations in the burst (0: skip)")
     parser.add_argument("--burst-timeout", type=float, default=300.0, help="seconds the burst may take")
     parser.add_argument("--null-server", type=int, metavar="PORT", help=argparse.SUPPRESS)
@@ -499,11 +528,22 @@ def main(argv: Sequence[str] | None = None) -> int:
               f" ServiceAccount volume each); server on CPU {server_cpu}, load on "
               f"CPU {load_cpu}; TLS, HTTP/1.1 keep-alive")
         names = ["pod-tailor", "null", PLAIN] + ([UNCACHED] if args.uncached else [])
+        names += [FACTS] if args.cluster_facts else []
         runs: dict[str, list[Result]] = {name: [] for name in names}
         mix_runs: dict[str, list[Result]] = {"pod-tailor": [], "null": [], PLAIN: []}
         steady_runs: dict[str, list[Result]] = {name: [] for name in names}
         with contextlib.ExitStack() as stack:
-            servers = {name: stack.enter_context(started(name, tls, server_cpu)) for name in names}
+            kubeconfig = None
+            if args.cluster_facts:
+                facts = served_facts.cluster(folder, served_facts.namespaces_of(reviews))
+                kubeconfig = stack.enter_context(facts)
+            servers = {
+                name: stack.enter_context(started(name, tls, server_cpu,
+                                                  kubeconfig=kubeconfig if name == FACTS else None))
+                for name in names
+            }
+            if args.cluster_facts:
+                wait_for_facts(servers[FACTS][0], context)
             for server in servers.values():  # warm-up: imports, caches, TLS sessions
                 run_wrk(server, seconds=2, connections=args.connections, script=script, bodies=bodies,
                         cpu=load_cpu)
@@ -522,6 +562,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for name, (port, _) in servers.items():
                     steady_runs[name].append(_run(open_loop(
                         port, context, reviews, rate=args.rate, seconds=args.rate_seconds, connections=64)))
+            if args.cluster_facts:
+                with httpx.Client(verify=context) as client:
+                    metrics = client.get(f"https://{HOST}:{servers[FACTS][0]}/metrics").text
+                capped = served_facts.capped(metrics)
         throughput = {name: _median(results, by="rate") for name, results in runs.items()}
         steady = {name: _median(results, by="p99_ms") for name, results in steady_runs.items()}
         print(f"(medians of {args.rounds} alternating throughput rounds, "
@@ -553,6 +597,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"{cpu[UNCACHED]:.0f} us; " + _cpu_ratios(runs[UNCACHED], runs) + "   (target >= 0.60)")
             if (uncached := cpu_ratio(runs[UNCACHED], runs["null"])) < 0.6:
                 failures.append(f"uncached CPU ratio {uncached:.2f} < 0.6")
+        if args.cluster_facts:
+            rounds = _round_ratios(runs["pod-tailor"], runs[FACTS])
+            rules = statistics.median(rounds)
+            print(f"  with cluster facts (node fit and quota rules on every Pod): CPU per request "
+                  f"{cpu[FACTS]:.0f} us; rules/today {rules:.3f} (rounds: "
+                  + ", ".join(f"{r:.2f}" for r in rounds) + f")   (target <= {RULES_TARGET:.2f})")
+            print("  decisions capped in the cluster-facts run (metrics, applied): "
+                  f"fit {capped.get('fit', 0)}, quota {capped.get('quota', 0)}")
+            if rules > RULES_TARGET:
+                failures.append(f"rules/today CPU ratio {rules:.3f} > {RULES_TARGET:.2f}")
+            if not capped.get("fit") or not capped.get("quota"):
+                failures.append(f"the cluster-facts run capped no Pod by node fit or by quota ({capped}):"
+                                " its rules did not run")
         if args.mix:
             shares = ", ".join(f"{share}% {kind}" for kind, share in SHARES.items())
             mix_us = statistics.median(r.cpu_us for r in mix_runs["pod-tailor"])

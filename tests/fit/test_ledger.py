@@ -65,7 +65,7 @@ class TestWhatEachQuotaHasLeft:
     def test_kept_up_to_date_it_equals_working_it_out_afresh(self, plan: list[Any], two: bool) -> None:
         """Against a twin ledger that is only ever asked its pending charges, step by step."""
         clock = [0.0]
-        ledger, twin = (QuotaLedger(clock=lambda: clock[0], max_entries=8) for _ in range(2))
+        ledger, twin = (QuotaLedger(clock=lambda: clock[0], max_entries=3) for _ in range(2))
         version, seen = 1, quotas(1, two=two)
         for step in plan:
             if step[0] in ("record", "reuse"):
@@ -94,6 +94,16 @@ class TestWhatEachQuotaHasLeft:
         assert ledger.left("shop", seen) == expected
         ledger.record("shop", {"compute": {"requests.cpu": Decimal("0.5")}})
         assert ledger.left("shop", seen)["compute"]["requests.cpu"] == Decimal("6.5")
+
+    def test_a_pod_past_the_ledgers_bound_gives_its_charge_back_to_what_the_quota_has_left(self) -> None:
+        clock = [0.0]
+        ledger, seen = QuotaLedger(clock=lambda: clock[0], max_entries=3), quotas(1, two=False)
+        for _ in range(5):
+            ledger.left("shop", seen)  # kept, then updated charge by charge
+            ledger.record("shop", {"compute": {"requests.cpu": Decimal(1)}})
+        assert len(ledger) == 3
+        assert ledger.left("shop", seen)["compute"]["requests.cpu"] == 7 - 3
+        assert ledger.left("shop", seen) == leftover(seen, ledger.pending("shop", seen))
 
     def test_a_charge_comes_back_when_the_status_has_caught_up_or_after_the_ttl(self) -> None:
         clock = [0.0]

@@ -152,10 +152,13 @@ class QuotaLedger:
                 total[resource] = total[resource] + amount if resource in total else amount
                 if left is not None and resource in left:
                     left[resource] -= amount
-            if len(entries) > self.max_entries:
-                self._take(total, entries.popleft()[1])
-                self._left.pop(namespace, None)
-                lefts = None
+            if len(entries) > self.max_entries:  # the oldest Pod's charge no longer pending: room back
+                evicted = entries.popleft()[1]
+                self._take(total, evicted)
+                if left is not None:
+                    for resource, amount in evicted.items():
+                        if resource in left:
+                            left[resource] += amount
         if kept is not None and lefts is not None and now + self.ttl < kept[1]:
             self._left[namespace] = (kept[0], now + self.ttl, lefts)  # the first entry: it expires first
 

@@ -17,8 +17,11 @@ days) Prometheus spends about half of it selecting the series and decoding the r
 is decoded from its start, so an hourly step over 2-hour chunks decodes nearly every sample: about
 3.5 s for CPU's rate, 2.5 s for memory, whatever the pieces), then per kind about 0.9 s relabelling,
 0.9 s averaging and 1.1 s writing 250,000 points as JSON. Asked as one `or` of both kinds in 3-hour
-pieces it took 16.0-16.4 s of Prometheus CPU and 5.2-6.0 s here (heap peak 70-74 MiB); as one query
-per kind in 6-hour pieces, read without a tuple per point, 12.4-13.4 s and 2.6-2.8 s (65-67 MiB).
+pieces, then as one query per kind in 6-hour pieces read without a tuple per point (four interleaved
+pairs, own Prometheus, load 4-8): Prometheus CPU 16.0-23.6 -> 12.4-17.7 s (18-25 % less in each
+pair), ours 5.2-8.3 -> 2.6-3.5 s (50-58 % less), heap peak 69-74 -> 65-71 MiB; on the 300 s set
+3.9-5.9 -> 3.8-4.7 s, 1.7-2.3 -> 1.1-1.3 s, 47-53 -> 50-53 MiB. The per-point reader of `lean`
+(built for long series) is slower here: 6-point series, its per-series work dominates.
 """
 
 from __future__ import annotations
