@@ -30,6 +30,7 @@ so its step is set to two intervals (`--timeframe_duration`), the least that rea
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -198,6 +199,7 @@ class Phase:
     prom_cpu: float
     reader_cpu: float
     heap_peak: float
+    prom_idle: float = 0.0  # seconds in which Prometheus used under a tenth of a core (waiting for us)
 
     def bound(self) -> str:
         """Which side kept it busy: Prometheus (it had its cores), the reader (one core, the GIL) or
@@ -238,8 +240,10 @@ def phases(lines: list[tuple[float, str]], ticks: list[Tick], *, began: float, e
             first, last = inside[0], inside[-1]
             began_cpu = 0.0 if math.isnan(first.reader_cpu) else first.reader_cpu  # started inside it
             reader = last.reader_cpu - began_cpu
+            idle = sum(b.at - a.at for a, b in itertools.pairwise(inside)
+                       if b.prom_cpu - a.prom_cpu < 0.1 * (b.at - a.at))
             out.append(Phase(name, start, end, last.prom_cpu - first.prom_cpu,
-                             0.0 if math.isnan(reader) else reader, max(t.heap for t in inside)))
+                             0.0 if math.isnan(reader) else reader, max(t.heap for t in inside), idle))
         start = end
     return out
 
@@ -431,12 +435,12 @@ def main() -> int:
             continue
         print(f"\n  {run.name} by phase (from its progress lines; CPU per wall second in brackets):")
         print(f"    {'':17} {'from s':>7} {'wall s':>7} {'Prometheus CPU s':>20} {'own CPU s':>14} "
-              f"{'heap peak MiB':>14}")
+              f"{'heap peak MiB':>14} {'Prometheus idle s':>18}")
         for phase in run.phases:
             wall = max(phase.end - phase.start, 1e-9)
             print(f"    {phase.name:17} {phase.start:7.1f} {wall:7.1f} {phase.prom_cpu:11.1f} "
                   f"({phase.prom_cpu / wall:4.2f}) {phase.reader_cpu:7.1f} ({phase.reader_cpu / wall:4.2f}) "
-                  f"{phase.heap_peak:14.0f}  {phase.bound()}")
+                  f"{phase.heap_peak:14.0f} {phase.prom_idle:18.1f}  {phase.bound()}")
     found = {run.name: run for run in runs}
     if len(found) == 2:
         ours, theirs = found["pod-tailor build"], found["KRR simple"]
