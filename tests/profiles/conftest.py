@@ -38,9 +38,8 @@ def test_settings(**overrides: object) -> BuildSettings:
         "startup_lookback": "14d",
         "summary_days": 0,  # the drawable summaries' pass is tested on its own (test_summaries.py)
         # The whole synthetic history (~520 k samples a pass) in one query, as the query counts below
-        # assume (two in flight under this together: `build.pass_budget`); splitting under a budget is
-        # tested with budgets of its own (test_gentle_builds.py).
-        "max_samples": 2_000_000,
+        # assume; splitting under a budget is tested with budgets of its own (test_gentle_builds.py).
+        "max_samples": 1_000_000,
         "strategy": strategy,
     }
     values.update(overrides)

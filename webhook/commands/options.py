@@ -199,9 +199,8 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
     )
     build.add_argument(
         "--prometheus-max-samples", type=typed(values.positive_count), default=defaults.max_samples,
-        help="samples one query may touch, and the big passes' queries in flight together (each slice"
-        " is split by namespace, container and Pod-name classes to stay under it; the exact CPU"
-        " fetch's under half of it): Prometheus refuses 50 M by default, managed services less"
+        help="samples one query may touch: each slice is split by namespace, container and Pod-name"
+        " classes to stay under it (Prometheus refuses 50 M by default, managed services less)"
         f" [{defaults.max_samples}]",
     )
     build.add_argument(

@@ -44,7 +44,7 @@ from webhook.profiles.strategy import ContainerHistory, StrategySettings, recomm
 from webhook.profiles.summarize import summarize
 from webhook.profiles.totals import STEP, Scope, attach_totals, fetch_totals, hpa_scope
 
-__all__ = ["BuildResult", "BuildSettings", "IncrementalBuild", "build_profiles", "pass_budget"]
+__all__ = ["BuildResult", "BuildSettings", "IncrementalBuild", "build_profiles"]
 
 Progress = Callable[[str], None]
 
@@ -187,25 +187,16 @@ def _planned_passes(
         return known
 
     shards = [Shard()]
-    budget = pass_budget(settings)
-    if estimate(total, span=span, resolution=finest) > budget:
+    if estimate(total, span=span, resolution=finest) > settings.max_samples:
         counts: Live = {namespace: {} for namespace in namespaces()} | live
-        shards = plan(counts, span=span, resolution=resolution, budget=budget)
-    sharded = f" x {len(shards)} shards of <= {budget:,} samples" if len(shards) > 1 else ""
+        shards = plan(counts, span=span, resolution=resolution, budget=settings.max_samples)
+    sharded = f" x {len(shards)} shards of <= {settings.max_samples:,} samples" if len(shards) > 1 else ""
     progress(f"  {total:.0f} live series every {interval:g}s at a {step}s step: the big passes in "
              f"{slices} slice(s)"
              + (" or more, on whole days" if checkpoint else "") + sharded)
     planned = dataclasses.replace(settings, slices=slices)
     return Passes(prom, settings=planned, end=end, shards=shards, namespaces=namespaces,
                   progress=progress, checkpoint=checkpoint, meter=meter)
-
-
-def pass_budget(settings: BuildSettings) -> int:
-    """Samples one query of the big passes may touch: its `concurrency` queries in flight together
-    under one query's budget (`max_samples`). After the top fetch (`cpustat.batch_budget`) the passes
-    are where Prometheus' heap peaks: on the 300 s peer set 57 MiB with two shards of 500 k samples
-    in flight, 45 with 250 k (KRR: 37-48)."""
-    return max(1, settings.max_samples // max(1, settings.concurrency))
 
 
 def _resolved(settings: BuildSettings, resolution: Resolution) -> BuildSettings:
