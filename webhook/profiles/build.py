@@ -373,7 +373,9 @@ def _build(
         histories[(owners.workload(sid[0], sid[1]), sid[2])].append(sid)
     containers: dict[WorkloadKey, dict[str, ContainerProfile]] = defaultdict(dict)
     current: dict[WorkloadKey, dict[str, dict[str, Decimal]]] = defaultdict(dict)
-    with ThreadPoolExecutor(max_workers=max(1, settings.concurrency), thread_name_prefix="exact") as counting:
+    # One batch more than in flight (`Prometheus.bound`): its count, filter and reading follow each other.
+    workers = max(1, settings.concurrency) + 1
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="exact") as counting:
         finest = min(intervals.values(), default=interval)
         refused = prom.refusals
         exact = exact_cpu(prom, settings, stats, histories, end=end, pool=counting, interval=finest,

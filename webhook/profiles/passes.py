@@ -165,7 +165,9 @@ class Passes:
         width = len(self.settings.cpu_grid())
         out = SliceRecords(width)
         recent_at: float | None = recent
-        workers = max(1, self.settings.concurrency)
+        # One more worker than queries in flight (`Prometheus.bound`): while one reduces its answer,
+        # Prometheus still has `concurrency` queries to work on.
+        workers = max(1, self.settings.concurrency) + 1
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pass") as pool:
             pending = iter(asked)
             flight: deque[Future[SliceRecords]] = deque()
