@@ -52,9 +52,9 @@ def _namespace(namespace: str, *, start: int, end: int) -> list[Workload]:
     ]
 
 
-# namespace -> (scrape interval s, the step and rate window the build must read at by default: tiles,
-# the step the rate window, at least a minute)
-SCRAPED = {"every15s": (15, "1m", "30s"), "every60s": (60, "2m", "2m"), "every300s": (300, "10m", "10m")}
+# namespace -> (scrape interval s, the step and rate window the build must read at by default: windows
+# that meet at a sample, the step the rate window less one interval, at least a minute)
+SCRAPED = {"every15s": (15, "1m", "30s"), "every60s": (60, "1m", "2m"), "every300s": (300, "5m", "10m")}
 # (namespace, an explicit step) -> the step and rate window read at: the step wins, never finer than the data
 EXPLICIT = {("every60s", "1m"): ("1m", "2m"), ("every300s", "1m"): ("5m", "10m"),
             ("every15s", "30s"): ("30s", "30s")}
@@ -106,7 +106,7 @@ def _exact(url: str, namespace: str, name: str, *, step: int, rate_window: int, 
 
 
 READS = [(namespace, "auto", step, rate) for namespace, (_, step, rate) in SCRAPED.items()]
-READS += [("downsampled", "auto", "10m", "10m")]  # its coarsest interval, 5 minutes, counts
+READS += [("downsampled", "auto", "5m", "10m")]  # its coarsest interval, 5 minutes, counts
 READS += [(namespace, asked, step, rate) for (namespace, asked), (step, rate) in EXPLICIT.items()]
 
 
@@ -145,22 +145,22 @@ MINUTE_SCRAPES = 3600 / 61  # 61 samples in an inclusive hour: 1-minute scrapes
     ("interval", "step", "rate_window", "expected"),
     [
         # (step, rate window, start-up step) chosen
-        (15.0, "auto", "auto", (60, 30, 60)),  # the 1-minute floor: every other 30 s window
-        (15.0, "auto", "2m", (120, 120, 60)),  # an explicit window: tiles of it
+        (15.0, "auto", "auto", (60, 30, 60)),  # the 1-minute floor: one 15 s interval in four
+        (15.0, "auto", "2m", (105, 120, 60)),  # an explicit window: 8 samples, 7 intervals, then the next
         (15.0, "30s", "auto", (30, 30, 30)),  # an explicit step wins (never finer than the data)
         (15.0, "5m", "auto", (300, 30, 60)),
-        (MINUTE_SCRAPES, "auto", "auto", (120, 120, 60)),  # tiles: each interval counted once
-        (MINUTE_SCRAPES, "1m", "auto", (60, 120, 60)),  # overlapping windows, as asked
-        (MINUTE_SCRAPES, "auto", "5m", (300, 300, 60)),
-        (MINUTE_SCRAPES, "auto", "1m", (120, 120, 60)),  # a window under two intervals is raised, then tiled
+        (MINUTE_SCRAPES, "auto", "auto", (60, 120, 60)),  # each interval counted once
+        (MINUTE_SCRAPES, "2m", "auto", (120, 120, 60)),  # every other interval, as asked
+        (MINUTE_SCRAPES, "auto", "5m", (240, 300, 60)),
+        (MINUTE_SCRAPES, "auto", "1m", (60, 120, 60)),  # a window under two intervals is raised
         (MINUTE_SCRAPES, "90s", "5m", (90, 300, 60)),
-        (300.0, "auto", "auto", (600, 600, 300)),
+        (300.0, "auto", "auto", (300, 600, 300)),
         (300.0, "1m", "auto", (300, 600, 300)),  # a step finer than the data is raised
-        (300.0, "auto", "5m", (600, 600, 300)),  # a rate window under two intervals is raised too
+        (300.0, "auto", "5m", (300, 600, 300)),  # a rate window under two intervals is raised too
         (300.0, "15m", "auto", (900, 600, 300)),  # a coarser step is kept
-        (300.0, "auto", "1h", (3600, 3600, 300)),
-        (30.0, "auto", "10m", (600, 600, 60)),  # a longer window is kept
-        (0.0, "auto", "auto", (120, 120, 60)),  # interval unknown: a minute's
+        (300.0, "auto", "1h", (3300, 3600, 300)),
+        (30.0, "auto", "10m", (570, 600, 60)),  # a longer window is kept
+        (0.0, "auto", "auto", (60, 120, 60)),  # interval unknown: a minute's
         (0.0, "1m", "auto", (60, 120, 60)),  # interval unknown: the step as asked
         (0.0, "5m", "auto", (300, 600, 300)),
     ],
@@ -184,7 +184,8 @@ def test_the_default_step_counts_every_interval_once_above_the_floor(interval: f
     chosen = choose(step="auto", rate_window=window, interval=interval, recorded=False)
     assert chosen.step >= nice_interval(interval)  # never finer than the data
     assert chosen.rate_window >= 2 * nice_interval(interval)  # rate() always has two samples
-    assert chosen.step == max(FLOOR, chosen.rate_window)  # tiles: no overlap; a gap only under the floor
+    # Windows that meet at a sample: no interval twice, none skipped above the floor.
+    assert chosen.step == max(FLOOR, chosen.rate_window - nice_interval(interval))
     # Start-ups at a minute or the data's interval: the finest step the floor lets any read take.
     assert chosen.startup_step == max(FLOOR, nice_interval(interval)) <= chosen.step
 

@@ -135,7 +135,8 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
     )
     build.add_argument(
         "--step", type=typed(_auto_or_duration), default=defaults.step,
-        help="usage resolution: auto (the rate window, at least 1m: each sample interval counted once) or a"
+        help="usage resolution: auto (the rate window less one scrape interval, at least 1m: each sample"
+        " interval counted once) or a"
         f" duration, raised to the data's own interval when coarser [{defaults.step}]",
     )
     build.add_argument(

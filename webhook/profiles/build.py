@@ -293,6 +293,7 @@ def _build(
     # are never kept, whoever keeps the checkpoint (the command's file, `serve`'s memory).
     working = checkpoint.copy() if checkpoint is not None else None
     asked_rate = settings.rate_window  # `auto` or a duration: what a policy's statistic names
+    asked_step = settings.step  # `auto` or a duration: a policy's statistic resolves as the build did
     window, ns = queries.duration(settings.window), settings.namespaces
     lookback = min(window, queries.duration(settings.startup_lookback))
     notes: list[str] = []
@@ -376,7 +377,7 @@ def _build(
         for statistic in sorted(set(settings.statistics) - {own}):
             progress(f"  CPU statistic {statistic.key} for the policies that name it")
             # Its rate window resolved as the build's (two intervals at least), read at the build's step.
-            its = choose(step=settings.step, rate_window=statistic.rate_window, interval=scrape.interval(),
+            its = choose(step=asked_step, rate_window=statistic.rate_window, interval=scrape.interval(),
                          recorded=settings.cpu_rate_metric is not None)
             counted = exact_cpu(prom, settings, stats, histories, end=end, pool=counting, progress=progress,
                                 interval=finest, statistic=dataclasses.replace(

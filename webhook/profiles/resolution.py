@@ -3,13 +3,15 @@
 A build's usage series are a `rate()` (or a recorded gauge) evaluated at `step`, over data scraped
 every `interval` seconds. Three rules follow from what Prometheus holds for a query:
 
-- **Tiles, not overlaps.** The step is `auto` by default: the rate window, at least a minute. Each
-  sample interval is then counted once; a step finer than the window only adds points that share
-  their samples with their neighbours (at 1-minute scrapes a 2m window at a 1m step counts every
-  interval twice), for Prometheus' time and heap in proportion and a statistic that moved by
-  0.01-0.06 % at the median on the peer bench. A recorded rate is read at its own interval (each
-  recorded point once). At 15 s scrapes the 30 s window stays at a 1-minute step: every other
-  interval, a regular sample of the same rates, for half the points of tiles.
+- **Windows that meet, neither overlapping nor leaving gaps.** `rate(x[W])` over data every `i`
+  seconds measures the `W - i` seconds between the first and last sample of its window (a 2m window
+  over 1-minute scrapes holds two samples: one interval). So the step is `auto` by default: `W - i`,
+  at least a minute, where each window starts at the sample the previous one ended on and every
+  sample interval is counted once (at 1-minute scrapes the 2m window at a 1m step). A step as long
+  as the window would skip every other interval (a burst in the skipped ones never seen; KRR reads
+  so); a finer one counts intervals twice for Prometheus' time and heap. A recorded rate is read at
+  its own interval (each recorded point once). At 15 s scrapes the 30 s window stays at a 1-minute
+  step: one interval in four, a regular sample of the same rates, for a quarter of the points.
 
 - **Never a step finer than the data.** A subquery `[7d:1m]` over data scraped (or downsampled, as
   Thanos, Mimir and VictoriaMetrics keep older data at 5 m and 1 h) every 5 minutes materialises five
@@ -30,7 +32,7 @@ from webhook.profiles.shards import estimate
 
 __all__ = ["AUTO", "FLOOR", "Resolution", "choose", "points"]
 
-AUTO = "auto"  # the rate window: two scrape intervals; the step: the rate window (at least `FLOOR`)
+AUTO = "auto"  # the rate window: two scrape intervals; the step: the window less one interval (>= `FLOOR`)
 FLOOR = 60  # the finest step `auto` chooses (s): finer ones cost in proportion for a sample as good
 
 
@@ -43,8 +45,8 @@ class Resolution:
     interval: float  # the coarsest interval measured (s)
     notes: tuple[str, ...] = ()  # what was raised, and why
     # Start-up CPU's step: a minute or the data's interval, never coarser than `step`. A start-up's
-    # peak lasts a minute or two, which overlapping windows catch whole and tiles may cut in two;
-    # only a few minutes per start are read, so the finer step costs little.
+    # peak lasts a minute or two, read at the data's own step (an explicit coarser `step` would cut
+    # it); only a few minutes per start are read, so the finer step costs little.
     startup_step: int = FLOOR
 
     def describe(self) -> str:
@@ -70,7 +72,8 @@ def choose(*, step: str, rate_window: str, interval: float, recorded: bool) -> R
 
     `rate_window` is `auto` (two intervals, the shortest window in which `rate()` always has two
     samples) or a duration, raised to two intervals when shorter. A recorded rate needs no window.
-    `step` is `auto` (the rate window, at least `FLOOR`: tiles; a recorded rate's own interval) or
+    `step` is `auto` (the rate window less one interval, at least `FLOOR`: windows that meet at a
+    sample; a recorded rate's own interval) or
     a duration, raised to the data's interval when finer.
     """
     notes: list[str] = []
@@ -86,7 +89,7 @@ def choose(*, step: str, rate_window: str, interval: float, recorded: bool) -> R
         data = FLOOR if step == AUTO else queries.duration(step)
         rate = max(2 * data, FLOOR) if rate_window == AUTO else queries.duration(rate_window)
     if step == AUTO:
-        chosen = max(FLOOR, data if recorded else rate)
+        chosen = max(FLOOR, data if recorded else rate - data)
     else:
         chosen = queries.duration(step)
         if interval > 0 and chosen < data:
