@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-import pytest
+import itertools
+from typing import Any
 
-from webhook.profiles.followups import startup_groups
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from webhook.profiles.followups import _merged, _run, startup_groups
 from webhook.profiles.slices import DAY
 
 
@@ -40,3 +45,45 @@ class TestStartUpReads:
         times = [i * DAY / 9_000 for i in range(9_000)]  # the 1-minute benchmark: ~9,000 starts a day
         groups = startup_groups(self.starts(times), window=300, step=60, budget=500_000, pods=500)
         assert len(groups) <= 20
+
+
+class TestStartUpPoints:
+    """A start's points are cut from its group's range answer as Prometheus wrote it (no tuple per point):
+    exactly the points 0 <= t - start <= window, as seconds since the start and cores (0 for a reset)."""
+
+    @given(
+        st.lists(st.tuples(st.integers(0, 60), st.floats(-2, 8, allow_nan=False)), max_size=40,
+                 unique_by=lambda point: point[0]).map(sorted),
+        st.floats(min_value=-10, max_value=70, allow_nan=False),
+        st.sampled_from([0, 0.5, 1, 3, 20]),
+        st.sampled_from([1, 60, 0.5]),
+    )
+    def test_the_points_of_a_start_are_those_of_its_window(
+        self, ticks: list[tuple[int, float]], at: float, limit: float, step: float
+    ) -> None:
+        origin = 1_795_708_800
+        points: list[Any] = [[origin + tick * step, repr(value)] for tick, value in ticks]
+        start = origin + at * step
+        expected = [(float(t) - start, max(float(v), 0.0))
+                    for t, v in points if 0 <= float(t) - start <= limit * step]
+        assert _run(points, start, limit * step) == expected
+
+    @given(st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(0, 3)), max_size=12))
+    def test_pieces_join_per_series_in_time_order(self, pieces: list[tuple[str, int]]) -> None:
+        answer = [({"pod": pod, "namespace": "ns"}, [[number * 10 + k, str(k)] for k in range(3)])
+                  for number, (pod, _) in enumerate(pieces)]
+        joined = _merged(answer)
+        assert [labels["pod"] for labels, _ in joined] == list(dict.fromkeys(pod for pod, _ in pieces))
+        for labels, points in joined:
+            assert points == [p for other, ps in answer if other == labels for p in ps]
+
+
+class TestGroupsByPod:
+    @given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 5)), max_size=40), st.integers(1, 4))
+    def test_a_pod_restarted_within_a_group_counts_once(self, raw: list[tuple[int, int]], pods: int) -> None:
+        starts = [(("ns", f"pod-{pod}", "app"), float(minute * 60)) for pod, minute in raw]
+        groups = startup_groups(starts, window=300, step=60, budget=10_000, pods=pods)
+        for group in groups:
+            assert len({sid[:2] for sid, _ in group}) <= pods
+        for before, after in itertools.pairwise(groups):  # a group is cut only when full
+            assert len({sid[:2] for sid, _ in before} | {after[0][0][:2]}) > pods

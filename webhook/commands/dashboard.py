@@ -29,7 +29,6 @@ from webhook.commands.parser import group, typed
 from webhook.config import values
 from webhook.config.policies import bundled_policies, load_policy_file
 from webhook.core.policy import PolicySet
-from webhook.dashboard.fleet import FleetConfig, FleetKeeper, load_fleet
 from webhook.profiles.prometheus import Prometheus
 from webhook.profiles.store import StoreError
 
@@ -104,6 +103,7 @@ def _main(args: argparse.Namespace) -> int:
     import uvicorn
 
     from webhook.dashboard.app import create_dashboard
+    from webhook.dashboard.fleet import FleetConfig, FleetKeeper, load_fleet
 
     configured = _configure(args)
     if not args.filename:

@@ -13,7 +13,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from webhook.commands.failures import quiet_http_clients
 from webhook.commands.options import (
@@ -26,13 +26,14 @@ from webhook.commands.options import (
 from webhook.commands.parser import group, typed
 from webhook.commands.profiles import progress_printer
 from webhook.config import values
-from webhook.controllers.leader import LeaderElector, LeaseConfig, followers, identity
-from webhook.controllers.recommender import BuildLoop, LeaderOnlyStore
 from webhook.profiles.build import BuildSettings
-from webhook.profiles.buildmetrics import BuildMetrics
 from webhook.profiles.prometheus import PrometheusError
 from webhook.profiles.runner import BuildRun, build_once, counts
 from webhook.profiles.store import ProfileStore, StoreError
+
+if TYPE_CHECKING:  # imported where used: the Kubernetes client and prometheus_client, 0.4 s of a start
+    from webhook.controllers.leader import LeaderElector
+    from webhook.profiles.buildmetrics import BuildMetrics
 
 __all__ = ["register"]
 
@@ -81,6 +82,7 @@ def _configure(args: argparse.Namespace) -> tuple[BuildRun, BuildSettings]:
 
 def _elector(args: argparse.Namespace, metrics: BuildMetrics, leading: threading.Event) -> LeaderElector:
     from webhook.cluster.config import discover
+    from webhook.controllers.leader import LeaderElector, LeaseConfig, followers, identity
 
     found = discover(kubeconfig=args.kubeconfig)
     if found.config is None:
@@ -105,6 +107,9 @@ def _last_built(store: ProfileStore) -> Callable[[], float]:
 
 
 def _main(args: argparse.Namespace) -> int:
+    from webhook.controllers.recommender import BuildLoop, LeaderOnlyStore
+    from webhook.profiles.buildmetrics import BuildMetrics
+
     run, settings = _configure(args)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     quiet_http_clients()

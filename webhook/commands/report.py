@@ -32,7 +32,6 @@ from webhook.config.policies import bundled_policies, load_policy_file
 from webhook.config.yamltext import read_input
 from webhook.core.policy import PolicySet
 from webhook.profiles.store import ProfileStore
-from webhook.report.live import ClusterError, read_cluster
 from webhook.report.manifests import manifests_report
 from webhook.report.model import Report
 from webhook.report.pipeline import build_report
@@ -129,6 +128,8 @@ def _usage(args: argparse.Namespace, configured: _Configured, progress: Progress
 
 
 def _live(args: argparse.Namespace, configured: _Configured, usage: Usage, progress: Progress) -> Report:
+    from webhook.report.live import read_cluster
+
     view = read_cluster(
         kubeconfig=args.kubeconfig,
         namespaces=tuple(args.namespace),
@@ -153,6 +154,8 @@ def _live(args: argparse.Namespace, configured: _Configured, usage: Usage, progr
 
 
 def _main(args: argparse.Namespace) -> int:
+    from webhook.report.live import ClusterError  # where used: it imports the Kubernetes client
+
     configured = _configure(args)
     progress = Progress(enabled=None if not args.quiet else False)
     try:

@@ -15,8 +15,6 @@ from typing import Any
 from webhook.commands.parser import typed
 from webhook.commands.running import add_running_options, start
 from webhook.config import values
-from webhook.controllers.reportmetrics import ReportMetrics
-from webhook.controllers.reports import ReportsController
 
 __all__ = ["register"]
 
@@ -54,6 +52,9 @@ def register(subparsers: Any) -> None:
 
 
 def _main(args: argparse.Namespace) -> int:
+    from webhook.controllers.reportmetrics import ReportMetrics  # where used: the Kubernetes client
+    from webhook.controllers.reports import ReportsController
+
     running = start(args)
     if running is None:
         return 1

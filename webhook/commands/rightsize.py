@@ -14,16 +14,15 @@ import argparse
 import sys
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from webhook.commands.parser import typed
 from webhook.commands.running import add_running_options, start
 from webhook.config import values
-from webhook.controllers.boost import BoostController
-from webhook.controllers.boostmetrics import BoostMetrics
-from webhook.controllers.resizemetrics import RightsizeMetrics
-from webhook.controllers.rightsize import RightsizeController
 from webhook.refreshers.state import State
+
+if TYPE_CHECKING:  # the controllers are imported where they run: the Kubernetes client, 0.4 s of a start
+    from webhook.controllers.rightsize import RightsizeController
 
 __all__ = ["register"]
 
@@ -53,6 +52,11 @@ def register(subparsers: Any) -> None:
 
 
 def _main(args: argparse.Namespace) -> int:
+    from webhook.controllers.boost import BoostController
+    from webhook.controllers.boostmetrics import BoostMetrics
+    from webhook.controllers.resizemetrics import RightsizeMetrics
+    from webhook.controllers.rightsize import RightsizeController
+
     running = start(args)
     if running is None:
         return 1

@@ -22,7 +22,6 @@ from webhook.commands.options import add_policy_options, add_store_options
 from webhook.commands.parser import group, typed
 from webhook.config import values
 from webhook.config.settings import Settings
-from webhook.controllers.leader import LeaderElector, LeaseConfig, followers, identity
 from webhook.refreshers.state import State
 
 if TYPE_CHECKING:
@@ -93,6 +92,8 @@ class Running:
     def until_stopped(self, work: Callable[[], None], *, metrics: _Metrics) -> int:
         """Lead (`--leader-elect`: while holding the Lease), serve `metrics` (`--metrics-port`), run
         `work` until it returns or SIGTERM sets `stop`; then give the Lease up and stop reading."""
+        from webhook.controllers.leader import LeaderElector, LeaseConfig, followers, identity
+
         args, elector = self.args, None
         if args.leader_elect:
             started, stopped = followers(self.leading, metrics.leader)

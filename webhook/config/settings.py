@@ -22,6 +22,7 @@ from webhook.config import values
 from webhook.config.oldnames import old_name
 from webhook.core.namespace import Mode
 from webhook.profiles.connection import (
+    COMPRESSIONS,
     ConnectionSettingsError,
     PrometheusConnection,
     parse_header,
@@ -170,6 +171,11 @@ class Settings:
     prometheus_timeout: float = field(
         default=120.0, metadata=_doc("seconds per Prometheus query", rule=values.seconds)
     )
+    prometheus_compression: str = field(
+        default="auto",
+        metadata=_doc("gzip, none, or auto: none for a Prometheus on this host or in the cluster (gzip costs"
+                      " it about 8 times the CPU of sending the answer), gzip for any other"),
+    )
     profiles_build_seconds: float = field(
         default=3600.0,
         metadata=_doc("how often serve rebuilds profiles when prometheus_url is set", rule=values.seconds)
@@ -201,6 +207,10 @@ class Settings:
             raise SettingsError(f"profiles_store {self.profiles_store!r}: use file or kubernetes")
         if self.profiles_refresh_seconds <= 0 or self.profiles_build_seconds <= 0:
             raise SettingsError("profiles_refresh_seconds and profiles_build_seconds must be positive")
+        if self.prometheus_compression not in COMPRESSIONS:
+            raise SettingsError(
+                f"prometheus_compression {self.prometheus_compression!r}: use {', '.join(COMPRESSIONS)}"
+            )
         try:
             self.prometheus()
         except ConnectionSettingsError as exc:
@@ -223,6 +233,7 @@ class Settings:
             insecure_skip_verify=self.prometheus_insecure_skip_verify,
             selector=parse_selector(self.prometheus_selector or ""),
             timeout=self.prometheus_timeout,
+            compression=self.prometheus_compression,
         )
 
 

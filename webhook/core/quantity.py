@@ -9,8 +9,6 @@ from __future__ import annotations
 from decimal import ROUND_CEILING, Decimal
 from functools import lru_cache
 
-from kubernetes.utils.quantity import parse_quantity
-
 __all__ = ["QuantityError", "parse", "render", "render_bytes", "render_cpu"]
 
 _BINARY = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
@@ -46,6 +44,10 @@ def _shown(value: object) -> str:
 
 
 def _parse_uncached(value: str | int | float) -> Decimal:
+    # Imported at the first parse, not with this module: `import kubernetes` loads the whole client
+    # (0.45 s of a CLI start), and most verbs (a profiles build) never parse a quantity.
+    from kubernetes.utils.quantity import parse_quantity
+
     try:
         found = Decimal(parse_quantity(value))  # type: ignore[no-untyped-call]
     except (ValueError, ArithmeticError) as exc:

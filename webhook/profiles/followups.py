@@ -7,9 +7,12 @@ sample budget, never one per Pod (`webhook.profiles.build` asks them once the pa
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import defaultdict, deque
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor, Future
-from typing import TYPE_CHECKING
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any
 
 from webhook.profiles import queries
 from webhook.profiles.prometheus import Prometheus, Series
@@ -128,16 +131,50 @@ def startup_groups(
     """Starts by time, in groups whose range query stays under `budget` points and `pods` Pods."""
     groups: list[list[_Start]] = []
     first = 0.0
+    members: set[tuple[str, str]] = set()  # the current group's Pods (not recounted at every start)
     for start in sorted(starts, key=lambda item: (item[1], item[0])):
         group = groups[-1] if groups else None
+        pod = start[0][:2]
         if group is not None:
             points = (len(group) + 1) * ((start[1] - first + window) // step + 1)
-            if points <= budget and len({sid[:2] for sid, _ in group} | {start[0][:2]}) <= pods:
+            if points <= budget and len(members) + (pod not in members) <= pods:
                 group.append(start)
+                members.add(pod)
                 continue
         groups.append([start])
         first = start[1]
+        members = {pod}
     return groups
+
+
+_TIME = itemgetter(0)
+
+
+def _merged(answer: Sequence[tuple[Mapping[str, str], Any]]) -> list[tuple[Mapping[str, str], list[Any]]]:
+    """`Prometheus.range_points`' pieces joined per series, in time order (the pieces come in order),
+    the points still as Prometheus wrote them: what `Prometheus.range` gives, without a tuple and two
+    floats per point (a group's range holds every series over all its starts; a start reads a few)."""
+    merged: dict[tuple[tuple[str, str], ...], tuple[Mapping[str, str], list[Any]]] = {}
+    for labels, points in answer:
+        key = tuple(sorted(labels.items()))
+        if key in merged:
+            merged[key][1].extend(points)
+        else:
+            merged[key] = (labels, list(points))
+    return list(merged.values())
+
+
+def _run(points: list[Any], at: float, limit: float) -> list[tuple[float, float]]:
+    """The points `0 <= t - at <= limit` seconds after `at`, as (seconds since, cores). Found by
+    bisection with a second's margin each side, then tested as each point always was."""
+    lo = bisect_left(points, at - 1, key=_TIME)
+    hi = bisect_right(points, at + limit + 1, lo=lo, key=_TIME)
+    run = []
+    for t, v in points[lo:hi]:
+        since = float(t) - at
+        if 0 <= since <= limit:
+            run.append((since, max(float(v), 0.0)))
+    return run
 
 
 def startups(
@@ -173,10 +210,11 @@ def startups(
         wanted: dict[SeriesId | None, list[float]] = defaultdict(list)
         for member, at in group:
             wanted[member].append(at)
-        for series in prom.range(query, start=lo, end=min(end, last + limit), step=step):
-            sid = series_id(series.labels)
+        answer = prom.range_points(query, start=lo, end=min(end, last + limit), step=step)
+        for labels, points in _merged(answer):
+            sid = series_id(labels)
             for at in wanted.get(sid, ()):
-                run = [(t - at, max(v, 0.0)) for t, v in series.points if 0 <= t - at <= limit]
+                run = _run(points, at, limit)
                 if run and sid is not None:
                     out[sid].append(run)
     return out

@@ -28,9 +28,12 @@ __all__ = ["build_client"]
 
 def build_client(connection: PrometheusConnection) -> httpx.Client:
     """Wrong settings fail here (an unreadable CA or client certificate) or on the first request."""
+    headers = dict(connection.headers)
+    if not connection.compressed and not any(name.lower() == "accept-encoding" for name in headers):
+        headers["Accept-Encoding"] = "identity"  # plain answers: see PrometheusConnection.compressed
     return httpx.Client(
         auth=_FileAuth(connection),
-        headers=dict(connection.headers),
+        headers=headers,
         timeout=httpx.Timeout(connection.timeout, connect=min(connection.timeout, 10.0)),
         transport=_Explained(httpx.HTTPTransport(verify=_tls(connection)), connection),
         event_hooks={"response": [lambda response: _explain_status(connection, response)]},

@@ -77,7 +77,7 @@ class Passes:
         self._done = self._planned = 0
 
     def _reduced(self, query: str, at: float) -> By:
-        return by_series(self.prom.instant(query, at=at), interned=self._ids)
+        return by_series(self.prom.instant_values(query, at=at), interned=self._ids)
 
     def _ask(self, bounds: Bounds, shard: Shard) -> SliceRecords:
         """One shard of one slice: its memory and its CPU answer, joined per series."""

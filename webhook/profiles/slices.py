@@ -17,7 +17,6 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple, overload
 
-from webhook.profiles.prometheus import Sample
 from webhook.profiles.strategy import SeriesStats
 
 __all__ = [
@@ -192,17 +191,20 @@ def series_id(labels: Mapping[str, str]) -> SeriesId | None:
 By = dict[SeriesId, dict[str, float]]  # one answer reduced: each series' values by `stat` label
 
 
-def by_series(samples: Iterable[Sample], *, interned: dict[SeriesId, SeriesId]) -> By:
+def by_series(
+    samples: Iterable[tuple[Mapping[str, str], float]], *, interned: dict[SeriesId, SeriesId]
+) -> By:
     """One answer as {series: {stat: value}}, sharing one id tuple (interned strings) per series.
 
     Done as each answer arrives, so its label dicts are dropped at once: a large slice answers
-    some 100,000 series values, and two slices are in flight.
+    some 100,000 series values, and two slices are in flight. `samples`: (labels, value) pairs
+    (`Prometheus.instant_values`).
     """
     out: By = defaultdict(dict)
-    for sample in samples:
-        sid = series_id(sample.labels)
+    for labels, value in samples:
+        sid = series_id(labels)
         if sid is not None:
-            out[shared_id(sid, interned)][sample.labels.get("stat", "")] = sample.value
+            out[shared_id(sid, interned)][labels.get("stat", "")] = value
     return out
 
 
