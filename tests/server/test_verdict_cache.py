@@ -8,14 +8,24 @@ from __future__ import annotations
 import gc
 import weakref
 
+from tests.engine.podkit import pod
+from tests.fit.kit import quota
 from webhook.admission.cache import MAX_ENTRY_INPUTS, VerdictCache, entry_cost
 from webhook.admission.verdict import Outcome, Verdict
 from webhook.config.policies import bundled_policies
+from webhook.core.engine import decide
+from webhook.core.quota import parse_quota
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
 
 CLUSTER = ClusterSnapshot(policies=bundled_policies())
 PROFILES = ProfileSnapshot()
 VERDICT = Verdict(Outcome.PATCHED, patch="W10=", warnings=("a warning",))
+# A decision kept at its quota step, as `decide` keeps it where a quota counts the Pod and a ledger is given.
+QUOTAS = {"shop": (parse_quota(quota(hard={"cpu": "4"})),)}
+CHECKPOINT = decide(
+    pod(), namespace="shop", pending={}, cluster=ClusterSnapshot(policies=bundled_policies(), quotas=QUOTAS),
+    profiles=PROFILES,
+)[1].resume
 
 
 def key_of(cache: VerdictCache, inputs: bytes, *, cluster: ClusterSnapshot = CLUSTER,
@@ -103,6 +113,12 @@ class TestBytes:
         `entry_cost`."""
         key = ("shop", b"x" * 100)
         assert entry_cost(key, VERDICT) == 100 + 3 * len(VERDICT.tail) + 512
+
+    def test_an_entry_kept_with_its_decisions_checkpoint_costs_ten_inputs_and_two_answers_more(self) -> None:
+        """What the checkpoint holds besides (the parsed Pod, the decision so far), erring high."""
+        key = ("shop", b"x" * 100)
+        kept = Verdict(Outcome.PATCHED, patch="W10=", warnings=("a warning",), resume=CHECKPOINT)
+        assert entry_cost(key, kept) == entry_cost(key, VERDICT) + 10 * 100 + 2 * len(VERDICT.tail)
 
     def test_the_bytes_held_are_the_sum_of_the_entries_costs_through_replace_and_eviction(self) -> None:
         """Kills: `=`, `+=` or `[2]` for the `-= previous[1]` of a replaced entry, `=`/`+=` for the

@@ -11,9 +11,9 @@ answer from stale data.
 
 Bounded by bytes as well as by count, because a request chooses the size of its entry: an entry costs
 its key plus about three times its answer (the answer's tail, the patch and audit texts it was built
-from) plus a fixed overhead; inputs over `MAX_ENTRY_INPUTS` bytes are never kept, and the least
-recently used entries go first when either bound is reached (a template's replicas keep coming while
-one-off Pods pass through).
+from) plus a fixed overhead, more with a decision's checkpoint (`entry_cost`); inputs over
+`MAX_ENTRY_INPUTS` bytes are never kept, and the least recently used entries go first when either
+bound is reached (a template's replicas keep coming while one-off Pods pass through).
 """
 
 from __future__ import annotations
@@ -31,8 +31,14 @@ _OVERHEAD = 512  # the dict slot, the tuple, the Verdict and its small members
 
 
 def entry_cost(key: _Key, verdict: Verdict) -> int:
-    """Bytes one entry is counted as (an estimate that errs on the high side)."""
-    return len(key[1]) + 3 * len(verdict.tail) + _OVERHEAD
+    """Bytes one entry is counted as (an estimate that errs on the high side).
+
+    A verdict kept with its decision's checkpoint (`Verdict.resume`, in a namespace with quotas) holds
+    the Pod's parsed inputs and the decision so far besides: ten times the inputs' JSON and twice the
+    answer more (a Pod of 0.5 kB inputs and a 2.6 kB answer: 8.8 kB measured, 10.2 kB counted).
+    """
+    cost = len(key[1]) + 3 * len(verdict.tail) + _OVERHEAD
+    return cost + 10 * len(key[1]) + 2 * len(verdict.tail) if verdict.resume is not None else cost
 
 
 class VerdictCache:

@@ -216,7 +216,8 @@ def admit(
     they hold every field `pod_problem`, the engine and `check_patch` read (the patch's parents are
     inputs, kept with their presence), so the full parse is only for everything else. In a namespace
     with ResourceQuotas, `ledger` supplies what the Pods admitted just before charge them, and learns
-    what this one charges: a cached verdict is reused there only while its charges fit (`_still_fits`).
+    what this one charges: a cached verdict is reused there only while its charges fit (`_still_fits`),
+    else decided again from its quota step on (`Decision.resume`).
     """
     key = None
     peeked = peek_review(body, cluster=cluster) if cache is not None else None
@@ -227,6 +228,16 @@ def admit(
             # A replica with these inputs was decided against these snapshots. Only valid Pods are
             # cached, and the inputs hold every field `pod_problem` reads, so this Pod is valid too.
             return _answer(peeked, cached, request_bytes=len(body))
+        if cached is not None and cached.resume is not None and ledger is not None:
+            # Only the room its quotas leave differs (`_still_fits` said no): decided again from the
+            # quota step on, as deciding it whole would (`Decision.resume`).
+            resume, seen = cached.resume, cluster.quotas.get(peeked.namespace) or ()
+            try:
+                settings, decision = resume.again(ledger.pending(peeked.namespace, seen))
+            except Exception as exc:
+                return _fault(peeked, ErrorReason.ENGINE, exc, workload=cached.workload)
+            return _conclude(peeked, peeked.inputs, settings, decision, key=key, cache=cache, ledger=ledger,
+                             verify_patch=verify_patch, request_bytes=len(body))
     review: Review | Peek
     if peeked is not None:
         review, pod = peeked, peeked.inputs
@@ -256,6 +267,15 @@ def admit(
             )
     except Exception as exc:
         return _fault(review, ErrorReason.ENGINE, exc, workload=_workload_name(pod, review.namespace))
+    return _conclude(review, pod, settings, decision, key=key, cache=cache, ledger=ledger,
+                     verify_patch=verify_patch, request_bytes=len(body))
+
+
+def _conclude(
+    review: Review | Peek, pod: Mapping[str, Any], settings: NamespaceSettings, decision: Decision, *,
+    key: Any, cache: VerdictCache | None, ledger: QuotaLedger | None, verify_patch: bool, request_bytes: int,
+) -> Answer:
+    """The answer for a fresh decision: its verdict (the patch checked), cached, its charges recorded."""
     try:
         found = verdict(settings, decision)
         if verify_patch and found.patch is not None:
@@ -266,7 +286,7 @@ def admit(
         cache.put(key, found)
     if ledger is not None and decision.charges and not review.dry_run and found.outcome in _ENFORCED:
         ledger.record(review.namespace, decision.charges)
-    return _answer(review, found, request_bytes=len(body))
+    return _answer(review, found, request_bytes=request_bytes)
 
 
 def shed(body: bytes, reason: str, *, prefix_only: bool = False) -> Answer | None:

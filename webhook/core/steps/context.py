@@ -8,6 +8,7 @@ injections, warnings and notes. A step that must end the decision (the Pod is le
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -87,6 +88,18 @@ class Context:
         if self.created_totals is None:
             self.created_totals = CreatedTotals(self.pod)
         return self.created_totals
+
+    def resumed(self, facts: ClusterFacts) -> Context:
+        """A copy that the steps go on with apart from this one, reading `facts` (the same snapshot's,
+        with other Pods' pending quota charges): what the steps added so far is copied, not shared."""
+        totals = self.created_totals
+        return dataclasses.replace(
+            self, facts=facts, patch=self.patch.copy(), warnings=list(self.warnings),
+            injections=list(self.injections), notes=list(self.notes), holds=dict(self.holds),
+            sleeps=list(self.sleeps), container_policies=dict(self.container_policies), caps=list(self.caps),
+            room=dict(self.room), boosted=list(self.boosted),
+            created_totals=totals.copy() if totals is not None else None,
+        )
 
     @property
     def targeted(self) -> frozenset[int | str]:
