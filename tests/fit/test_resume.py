@@ -169,6 +169,32 @@ def test_a_burst_through_admit_gets_the_same_answers_resumed_as_decided_whole(
                 answers[cached].append(orjson.loads(answer.body)["response"])
         if cached:
             assert calls[0] == len({name for name, _, _ in bursts})
+            assert cache is not None
+            event(f"resumed: {'some' if cache.resumed else 'none'}")
     kinds = {orjson.dumps({k: v for k, v in answer.items() if k != "uid"}) for answer in answers[False]}
     event(f"{min(len(kinds), 4)}{'+' if len(kinds) >= 4 else ''} different answers")
     assert answers[True] == answers[False]
+
+
+def test_a_burst_that_fills_its_quota_is_resumed_and_answered_as_decided_whole() -> None:
+    """Replicas sized at 1 cpu from history against `requests.cpu: 4`: the fifth finds no room for its
+    cached values, so the burst reaches the resume path (the property above may not), and every answer
+    is still the uncached one."""
+    cluster = _cluster("plain", {"requests.cpu": 4}, {}, False)
+    profiles, template = _profiles([(1000, 512), None, None]), _subject([{}], False)
+    answers: dict[bool, list[Any]] = {}
+    caches: dict[bool, VerdictCache | None] = {}
+    for cached in (True, False):
+        ledger, found = QuotaLedger(clock=lambda: 0.0), []
+        caches[cached] = cache = VerdictCache(512) if cached else None
+        for uid in range(8):
+            review = admission_review(template, uid=f"u-{uid}")
+            answer = admit(orjson.dumps(review), cluster=cluster, profiles=profiles, engine=default_engine(),
+                           cache=cache, ledger=ledger)
+            found.append(orjson.loads(answer.body)["response"])
+        answers[cached] = found
+    resumed = caches[True]
+    assert resumed is not None
+    assert resumed.resumed >= 1
+    assert answers[True] == answers[False]
+    assert len({orjson.dumps({k: v for k, v in a.items() if k != "uid"}) for a in answers[False]}) >= 2

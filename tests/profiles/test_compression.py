@@ -25,6 +25,8 @@ class TestAuto:
             ("http://prometheus:9090", False),
             ("http://prometheus-k8s.monitoring.svc:9090", False),
             ("http://prometheus-k8s.monitoring.svc.cluster.local:9090", False),
+            ("http://prometheus-k8s.monitoring.svc.cluster.local.:9090", False),
+            ("http://prometheus-k8s.monitoring:9090", True),
             ("https://prometheus.example.com", True),
             ("https://aps-workspaces.eu-west-1.amazonaws.com/workspaces/ws-1", True),
             ("https://8.8.8.8", True),

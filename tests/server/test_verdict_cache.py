@@ -8,6 +8,8 @@ from __future__ import annotations
 import gc
 import weakref
 
+import pytest
+
 from tests.engine.podkit import pod
 from tests.fit.kit import quota
 from webhook.admission.cache import MAX_ENTRY_INPUTS, VerdictCache, entry_cost
@@ -160,6 +162,26 @@ class TestSnapshots:
         assert cache.get(key_of(cache, b"one")) is VERDICT
         key_of(cache, b"two", profiles=ProfileSnapshot(source="new"))
         assert cache.bytes == 0
+
+    @pytest.mark.parametrize("which", ["cluster", "profiles"])
+    def test_a_swapped_snapshot_takes_the_entries_decided_against_it_along(self, which: str) -> None:
+        """A verdict that can resume holds the namespace's cluster facts (the node index): they go when
+        the snapshot goes, not at the next admission request. Kills: no callback on either reference."""
+        cache = VerdictCache(8)
+        if which == "cluster":
+            old_cluster = ClusterSnapshot(policies=bundled_policies())
+            cache.put(key_of(cache, b"one", cluster=old_cluster), VERDICT)
+            gone: weakref.ref[object] = weakref.ref(old_cluster)
+            assert (len(cache), cache.bytes > 0) == (1, True)
+            del old_cluster
+        else:
+            old_profiles = ProfileSnapshot(source="old")
+            cache.put(key_of(cache, b"one", profiles=old_profiles), VERDICT)
+            gone = weakref.ref(old_profiles)
+            assert (len(cache), cache.bytes > 0) == (1, True)
+            del old_profiles
+        gc.collect()
+        assert (gone(), len(cache), cache.bytes) == (None, 0, 0)
 
     def test_a_swapped_snapshot_is_not_kept_alive_and_its_successor_empties_the_cache(self) -> None:
         """The refresher that swaps a snapshot frees it, not the next admission request; a snapshot

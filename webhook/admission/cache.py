@@ -49,11 +49,14 @@ class VerdictCache:
         self.hits = 0
         self.misses = 0
         self.oversized = 0  # inputs too large to keep
+        self.resumed = 0  # hits decided again from their quota step (`Verdict.resume`)
         self.bytes = 0
         self._entries: dict[_Key, tuple[Verdict, int]] = {}
         # The snapshots the entries were decided against, by weak reference (not their ids, which a
         # new snapshot could reuse; a dead reference matches none). Not held: a swapped snapshot is
-        # freed by whoever swaps it (the refresher), not by the next admission request.
+        # freed by whoever swaps it (the refresher), not by the next admission request, and its death
+        # empties the cache (`_forget`), since a verdict that can resume (`Verdict.resume`) holds the
+        # namespace's cluster facts, the whole node index among them.
         self._cluster: weakref.ref[ClusterSnapshot] | None = None
         self._profiles: weakref.ref[ProfileSnapshot] | None = None
 
@@ -73,11 +76,18 @@ class VerdictCache:
         if seen is None or seen() is not cluster or seen_profiles is None or seen_profiles() is not profiles:
             self._entries.clear()
             self.bytes = 0
-            self._cluster, self._profiles = weakref.ref(cluster), weakref.ref(profiles)
+            self._cluster = weakref.ref(cluster, self._forget)
+            self._profiles = weakref.ref(profiles, self._forget)
         if len(inputs) > MAX_ENTRY_INPUTS:
             self.oversized += 1
             return None
         return namespace, inputs
+
+    def _forget(self, _: object) -> None:
+        """A snapshot the entries were decided against is gone: so are they. Never mid-request: a
+        request holds the snapshots it decides against until it has stored its verdict."""
+        self._entries = {}
+        self.bytes = 0
 
     def get(self, key: _Key | None) -> Verdict | None:
         if key is None:

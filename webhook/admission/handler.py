@@ -232,6 +232,7 @@ def admit(
             # Only the room its quotas leave differs (`_still_fits` said no): decided again from the
             # quota step on, as deciding it whole would (`Decision.resume`).
             resume, seen = cached.resume, cluster.quotas.get(peeked.namespace) or ()
+            cache.resumed += 1
             try:
                 settings, decision = resume.again(ledger.pending(peeked.namespace, seen))
             except Exception as exc:

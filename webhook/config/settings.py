@@ -173,8 +173,9 @@ class Settings:
     )
     prometheus_compression: str = field(
         default="auto",
-        metadata=_doc("gzip, none, or auto: none for a Prometheus on this host or in the cluster (gzip costs"
-                      " it about 8 times the CPU of sending the answer), gzip for any other"),
+        metadata=_doc("gzip, none, or auto: none for a loopback or private address or a Service"
+                      " name (no dots, .svc, .cluster.local; gzip costs Prometheus about 8 times"
+                      " the CPU of sending the answer), gzip for any other"),
     )
     profiles_build_seconds: float = field(
         default=3600.0,

@@ -206,7 +206,7 @@ class PrometheusConnection:
         other networks (a managed service). An `Accept-Encoding` in `headers` wins over either."""
         if self.compression != "auto":
             return self.compression == "gzip"
-        host = (urlsplit(self.url).hostname or "").lower()
+        host = (urlsplit(self.url).hostname or "").lower().rstrip(".")  # a rooted name: the same host
         try:
             address = ipaddress.ip_address(host)
         except ValueError:

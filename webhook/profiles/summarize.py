@@ -118,6 +118,7 @@ _POINTS = 72_000
 # peak there, 55-56 MiB, is the big passes').
 _SHARE = 0.06
 _FINE = 60.0  # seconds between samples at which a piece is `_PIECE` at most
+_NONE = array("d", [math.nan] * HOURS)  # a day without values, copied for each series
 _Day = dict[tuple[str, ...], "array[float]"]  # a series' labels -> its hourly values of a day (NaN: none)
 
 
@@ -200,9 +201,12 @@ def summarize(
                 for stat, query in asks.items():  # one kind a query: see queries.usage_by_controller
                     answer = prom.range_points(query, start=start + HOUR, end=stop, step=HOUR)
                     widest[0] = max(widest[0], len(answer))
-                    for found, points in answer:
-                        labels = (*(found.get(name, "") for name in _LABELS[:-1]), stat)
-                        values = day.get(labels) or day.setdefault(labels, array("d", [math.nan] * HOURS))
+                    for found, points in answer:  # 6 points a series: the per-series work counts
+                        labels = (found.get("namespace", ""), found.get("controller", ""),
+                                  found.get("container", ""), stat)  # _LABELS
+                        values = day.get(labels)
+                        if values is None:
+                            values = day[labels] = array("d", _NONE)
                         for at, value in points:
                             values[round((at - lo) / HOUR) - 1] = float(value)
                     del answer
