@@ -132,8 +132,8 @@ class TestTheBudget:
     @pytest.mark.parametrize(("series", "budget", "asked"), [
         # A query for CPU and one for memory per piece:
         (0.0, 0, 2 * (2 + 6)),  # unknown: a first piece of 6 hours, then the rest of that day in one
-        (20.0, 2_000, 2 * 7 * 4),  # 6 hours x 20 series: 120 series-steps, 6 % of the budget: four a day
-        (1_000.0, 1_000, 2 * 7 * 24),  # not even an hour under 6 % of it: an hour at a time
+        (20.0, 4_000, 2 * 7 * 4),  # 6 hours x 20 series: 120 series-steps, 3 % of the budget: four a day
+        (1_000.0, 1_000, 2 * 7 * 24),  # not even an hour under 3 % of it: an hour at a time
     ])
     def test_each_piece_holds_at_most_a_share_of_the_queries_budget_and_answers_the_same(
         self, history: History, series: float, budget: int, asked: int

@@ -105,7 +105,7 @@ _PIECE = 6 * HOUR  # a day's first piece: at 2,000 workloads, a whole day's answ
 # day of 1-minute data at 500 workloads in one query took it from 35 to 370 MiB): a day at 4 minutes.
 _POINTS = 72_000
 # Series x hourly steps one query (of one kind) holds at most, as a share of the build's per-query
-# budget (6 %: 30,000 at the default 500 k; the points the `or` of both kinds held at 3 %). What this
+# budget (3 %: 15,000 at the default 500 k, the points the `or` of both kinds held). What this
 # costs Prometheus is selecting and decoding every series over the piece (a query per hour is mostly
 # that, again and again) and, in heap, a relabelled and regrouped copy of every series at every step:
 # on the 60 s peer set (4,668 series; 2 days, two in flight) `or` pieces of 1, 3, 6 and 12 hours took
@@ -115,8 +115,12 @@ _POINTS = 72_000
 # the whole week (60 s set): pieces of 3 hours took 16.5-19.3 s of Prometheus CPU and its heap to 55-60
 # MiB, of 6 hours 12.4-13.4 s and 65-67 (the `or` at 3 hours: 16.0-16.4 s, 70-74); 300 s set: 8 hours
 # 3.3-3.7 s, 38-45 MiB, 16 hours 3.8-4.2 s, 50-52 (the `or` at 8 hours: 3.9-5.4 s, 47-48; the build's
-# peak there, 55-56 MiB, is the big passes').
-_SHARE = 0.06
+# peak there, 55-56 MiB, is the big passes'). 3 % since Prometheus answers uncompressed (sending is
+# faster than gzipping, so the regrouped copies pile up quicker): at 6 % the 300 s set's summaries took its
+# heap to 64-66 MiB, over the big passes' 54-61 (1.69-1.81x KRR's), at 3 % 46 (8-hour pieces, 1.49x);
+# the 60 s set's summaries (3-hour pieces) cost 14.9 s of Prometheus CPU and 9.9 s of wall against 12.1
+# and 8.1 at 6 % (2026-11-28, alone on the machine).
+_SHARE = 0.03
 _FINE = 60.0  # seconds between samples at which a piece is `_PIECE` at most
 _NONE = array("d", [math.nan] * HOURS)  # a day without values, copied for each series
 _Day = dict[tuple[str, ...], "array[float]"]  # a series' labels -> its hourly values of a day (NaN: none)
