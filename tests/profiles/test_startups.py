@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webhook.profiles.followups import _merged, _run, startup_groups
+from webhook.profiles.followups import _run, startup_groups
+from webhook.profiles.prometheus import joined
 from webhook.profiles.slices import DAY
 
 
@@ -72,9 +73,9 @@ class TestStartUpPoints:
     def test_pieces_join_per_series_in_time_order(self, pieces: list[tuple[str, int]]) -> None:
         answer = [({"pod": pod, "namespace": "ns"}, [[number * 10 + k, str(k)] for k in range(3)])
                   for number, (pod, _) in enumerate(pieces)]
-        joined = _merged(answer)
-        assert [labels["pod"] for labels, _ in joined] == list(dict.fromkeys(pod for pod, _ in pieces))
-        for labels, points in joined:
+        found = joined(answer)
+        assert [labels["pod"] for labels, _ in found] == list(dict.fromkeys(pod for pod, _ in pieces))
+        for labels, points in found:
             assert points == [p for other, ps in answer if other == labels for p in ps]
 
 

@@ -134,5 +134,5 @@ def verdict(settings: NamespaceSettings, decision: Decision) -> Verdict:
         capped=_capped(decision),
         charges=decision.charges,
         room_reading=decision.room_reading,
-            resume=decision.resume,
+        resume=decision.resume,
     )

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections import defaultdict, deque
-from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor, Future
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from webhook.profiles import queries
-from webhook.profiles.prometheus import Prometheus, Series
+from webhook.profiles.prometheus import Prometheus, Series, joined
 from webhook.profiles.slices import SeriesId, SliceRecords, StatsBySeries, series_id, without_start
 from webhook.profiles.strategy import SeriesStats
 
@@ -150,20 +149,6 @@ def startup_groups(
 _TIME = itemgetter(0)
 
 
-def _merged(answer: Sequence[tuple[Mapping[str, str], Any]]) -> list[tuple[Mapping[str, str], list[Any]]]:
-    """`Prometheus.range_points`' pieces joined per series, in time order (the pieces come in order),
-    the points still as Prometheus wrote them: what `Prometheus.range` gives, without a tuple and two
-    floats per point (a group's range holds every series over all its starts; a start reads a few)."""
-    merged: dict[tuple[tuple[str, str], ...], tuple[Mapping[str, str], list[Any]]] = {}
-    for labels, points in answer:
-        key = tuple(sorted(labels.items()))
-        if key in merged:
-            merged[key][1].extend(points)
-        else:
-            merged[key] = (labels, list(points))
-    return list(merged.values())
-
-
 def _run(points: list[Any], at: float, limit: float) -> list[tuple[float, float]]:
     """The points `0 <= t - at <= limit` seconds after `at`, as (seconds since, cores). Found by
     bisection with a second's margin each side, then tested as each point always was."""
@@ -211,7 +196,7 @@ def startups(
         for member, at in group:
             wanted[member].append(at)
         answer = prom.range_points(query, start=lo, end=min(end, last + limit), step=step)
-        for labels, points in _merged(answer):
+        for labels, points in joined(answer):
             sid = series_id(labels)
             for at in wanted.get(sid, ()):
                 run = _run(points, at, limit)

@@ -21,6 +21,7 @@ from webhook.profiles.queries import scoped
 
 __all__ = [
     "OverloadedError", "Prometheus", "PrometheusError", "Sample", "Series", "TooManySamplesError", "Values",
+    "joined",
 ]
 
 _MAX_POINTS = 11_000  # Prometheus refuses range queries with more points per series than this
@@ -186,11 +187,9 @@ class Prometheus:
 
         A piece Prometheus refuses for loading too many samples (or a timeout) is halved and asked again.
         """
-        merged: dict[tuple[tuple[str, str], ...], list[tuple[float, float]]] = {}
-        for item in self._ranged(query, start=start, end=end, step=step):
-            key = tuple(sorted(item["metric"].items()))
-            merged.setdefault(key, []).extend((float(t), float(v)) for t, v in item["values"])
-        return [Series(dict(key), tuple(sorted(points))) for key, points in merged.items()]
+        found = joined(self.range_points(query, start=start, end=end, step=step))
+        return [Series(dict(labels), tuple(sorted((float(t), float(v)) for t, v in points)))
+                for labels, points in found]
 
     def range_points(
         self, query: str, *, start: float, end: float, step: int
@@ -227,6 +226,19 @@ class Prometheus:
                 pending += [(middle + step, hi), (lo, middle)]
                 continue
             yield from data["result"]
+
+
+def joined(answer: Sequence[tuple[Mapping[str, str], Any]]) -> list[tuple[Mapping[str, str], list[Any]]]:
+    """`Prometheus.range_points`' pieces joined per series, in the order they came (time order: the
+    pieces come in order), the points still as Prometheus wrote them."""
+    merged: dict[tuple[tuple[str, str], ...], tuple[Mapping[str, str], list[Any]]] = {}
+    for labels, points in answer:
+        key = tuple(sorted(labels.items()))
+        if key in merged:
+            merged[key][1].extend(points)
+        else:
+            merged[key] = (labels, list(points))
+    return list(merged.values())
 
 
 def _pieces(start: float, end: float, step: int) -> Iterator[tuple[float, float]]:
