@@ -48,6 +48,11 @@ def test_settings(**overrides: object) -> BuildSettings:
 
 test_settings.__test__ = False  # type: ignore[attr-defined]
 
+# `pod-tailor profiles build` over the synthetic history as test_settings builds it, the rate window
+# and the output options left to each test.
+BUILD_COMMAND = ("profiles", "build", "--namespace", "shop", "--step", "5m",
+                 "--startup-window", str(scenarios.STARTUP_WINDOW), "--startup-lookback", "14d")  # fmt: skip
+
 
 @pytest.fixture(autouse=True)
 def private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import scenarios
-from conftest import History, test_settings
+from conftest import BUILD_COMMAND, History, test_settings
 
 from webhook.commands import main
 from webhook.core.profile import Evidence, NoRecommendation, Recommendation
@@ -20,8 +20,7 @@ from webhook.profiles.queries import safe_rate_window
 from webhook.profiles.shrink import guard_shrink
 from webhook.profiles.store import ProfileDocument, WorkloadEntry
 
-BUILD = ["profiles", "build", "--namespace", "shop", "--step", "5m", "--startup-window", "1200",
-         "--startup-lookback", "14d", "-q"]  # fmt: skip
+BUILD = [*BUILD_COMMAND, "-q"]
 EVIDENCE = Evidence(
     window="14d", samples=4032, hours=336, cpu_percentile=95, memory_margin=0.15, confidence=0.9
 )

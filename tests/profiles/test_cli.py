@@ -8,13 +8,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import History
+from conftest import BUILD_COMMAND, History
 
 from webhook.commands import main
 from webhook.core.quantity import parse
 
-BUILD = ["profiles", "build", "--namespace", "shop", "--step", "5m", "--rate-window", "10m",
-         "--startup-window", "1200", "--startup-lookback", "14d"]
+BUILD = [*BUILD_COMMAND, "--rate-window", "10m"]
 
 
 @pytest.fixture
