@@ -35,11 +35,14 @@ steps = st.lists(
     st.one_of(
         st.tuples(st.just("record"), st.sampled_from(["compute", "limits", "both"]), charge),
         st.tuples(st.just("reuse"), st.sampled_from(["compute", "limits", "both"]), charge, st.booleans()),
+        # A replica of a verdict seen before (the same objects), as the replicas of a burst come in a row.
+        st.tuples(st.just("again"), st.integers(0, 2)),
+        st.tuples(st.just("again"), st.just(0)),
         st.tuples(st.just("wait"), st.sampled_from([0.5, 3.0, 6.0, 50.0, 130.0])),
         st.tuples(st.just("status")),  # the quota controller wrote a new status: a new snapshot
         st.tuples(st.just("left")),
     ),
-    max_size=40,
+    max_size=60,
 )
 
 
@@ -59,16 +62,44 @@ def narrow_band(seen: tuple[Quota, ...]) -> RoomReading:
     return reading(seen, Band(Decimal(7), Decimal(7), "compute"))
 
 
+# A cached verdict: which quotas it charges, how much, and the cpu room from which it holds (None: any).
+verdict = st.tuples(
+    st.sampled_from(["compute", "limits", "both"]),
+    st.fixed_dictionaries({"requests.cpu": st.integers(0, 3).map(Decimal)},
+                          optional={key: st.integers(0, 3).map(Decimal) for key in KEYS[1:]}),
+    st.one_of(st.none(), st.integers(0, 9).map(Decimal), st.integers(0, 9).map(Decimal)),
+)  # fmt: skip
+
+
+def made(
+    seen: tuple[Quota, ...], names: str, amounts: dict[str, Decimal], low: Decimal | None, *, two: bool
+) -> tuple[RoomReading | None, dict[str, dict[str, Decimal]]]:
+    """The objects a cached verdict hands the ledger for each of its replicas."""
+    charges = {name: amounts for name in (("compute", "limits") if names == "both" else (names,))
+               if two or name == "compute"}  # fmt: skip
+    return (reading(seen, Band(low=low)) if low is not None else None), charges
+
+
 class TestWhatEachQuotaHasLeft:
     @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(steps, st.booleans())
-    def test_kept_up_to_date_it_equals_working_it_out_afresh(self, plan: list[Any], two: bool) -> None:
-        """Against a twin ledger that is only ever asked its pending charges, step by step."""
+    @given(steps, st.booleans(), st.lists(verdict, min_size=3, max_size=3), st.integers(3, 12))
+    def test_kept_up_to_date_it_equals_working_it_out_afresh(
+        self, plan: list[Any], two: bool, pool: list[Any], bound: int
+    ) -> None:
+        """Against a twin ledger that is only ever asked its pending charges, step by step; replicas of
+        the same verdict in a row (`again`) are counted by the ledger rather than summed one by one."""
         clock = [0.0]
-        ledger, twin = (QuotaLedger(clock=lambda: clock[0], max_entries=3) for _ in range(2))
+        ledger, twin = (QuotaLedger(clock=lambda: clock[0], max_entries=bound) for _ in range(2))
         version, seen = 1, quotas(1, two=two)
+        verdicts = [made(seen, *drawn, two=two) for drawn in pool]
         for step in plan:
-            if step[0] in ("record", "reuse"):
+            if step[0] == "again":
+                read, charges = verdicts[step[1]]
+                accepted = read is None or read.within(leftover(seen, twin.pending("shop", seen)))
+                assert ledger.reuse("shop", seen, read, charges) is accepted
+                if accepted and charges:
+                    twin.record("shop", charges)
+            elif step[0] in ("record", "reuse"):
                 names = ("compute", "limits") if step[1] == "both" else (step[1],)
                 charges = {name: step[2] for name in names if two or name == "compute"}
                 if step[0] == "record":
@@ -82,9 +113,10 @@ class TestWhatEachQuotaHasLeft:
                         twin.record("shop", charges)
             elif step[0] == "wait":
                 clock[0] += step[1]
-            elif step[0] == "status":
+            elif step[0] == "status":  # a new snapshot: the verdict cache starts afresh
                 version += 1
                 seen = quotas(version, two=two)
+                verdicts = [made(seen, *drawn, two=two) for drawn in pool]
             assert ledger.left("shop", seen) == leftover(seen, twin.pending("shop", seen))
 
     def test_a_pod_admitted_is_taken_off_what_its_quota_has_left(self) -> None:

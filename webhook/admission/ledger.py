@@ -18,7 +18,11 @@ verdict's bands (`RoomReading`), asked once per replica: `left` keeps what each 
 (`hard - used - pending`) up to date charge by charge instead of summing the recent Pods again, and
 works it out afresh when the quotas seen change (a new snapshot) or an entry may have expired.
 `reuse` asks and records for such a replica in one call (one clock reading, one look-up of what is
-kept), since every cached replica in a quota namespace asks both.
+kept), since every cached replica in a quota namespace asks both. The replicas of a burst come one
+after another with the same verdict: from the second in a row on, `reuse` works out once how many
+more of them the verdict's bands accept, each taking the same charge off the same room (`_fitting`),
+and charges each of them by appending its entry and counting it; the count is added to the totals
+and to what is left (times the charge, the same sum) before anything else reads or changes them.
 
 The admission path runs on one event loop, so deciding and recording happen without a lock.
 """
@@ -28,7 +32,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 
 from webhook.core.quota import Quota, RoomReading, leftover
 
@@ -36,6 +40,30 @@ __all__ = ["QuotaLedger"]
 
 _Charges = Mapping[str, Decimal]
 _NEVER = float("inf")
+_ANY = 1 << 62  # a verdict that reads no room accepts any number of replicas
+
+
+class _Kept:
+    """What `left` keeps for one namespace, and the run of replicas of one verdict it is charging.
+
+    The run: the verdict last accepted (`charges` and `reading`, by identity); `remaining`, how many
+    more replicas in a row its bands accept (None: not worked out yet); `count`, how many of them are
+    charged in `entries` but not yet in the totals and `lefts` (`QuotaLedger._fold`).
+    """
+
+    __slots__ = ("amounts", "charges", "count", "entries", "expiry", "lefts", "name", "quotas", "reading",
+                 "remaining", "total")
+
+    def __init__(self, quotas: Sequence[Quota], expiry: float, lefts: dict[str, dict[str, Decimal]]) -> None:
+        self.quotas, self.expiry, self.lefts = quotas, expiry, lefts
+        self.charges: Mapping[str, _Charges] | None = None
+        self.reading: RoomReading | None = None
+        self.remaining: int | None = None
+        self.count = 0
+        self.name = ""
+        self.amounts: _Charges = {}
+        self.entries: deque[tuple[float, _Charges]] = deque()
+        self.total: dict[str, Decimal] = {}
 
 
 class QuotaLedger:
@@ -54,8 +82,8 @@ class QuotaLedger:
         self._entries: dict[tuple[str, str], deque[tuple[float, _Charges]]] = {}
         self._totals: dict[tuple[str, str], dict[str, Decimal]] = {}
         self._versions: dict[tuple[str, str], tuple[str, float]] = {}  # version, when first seen
-        # namespace -> (the quotas it was worked out for, when an entry may expire next, quota -> left)
-        self._left: dict[str, tuple[Sequence[Quota], float, dict[str, dict[str, Decimal]]]] = {}
+        # namespace -> the quotas it was worked out for, when an entry may expire next, quota -> left
+        self._left: dict[str, _Kept] = {}
 
     def __len__(self) -> int:
         return sum(len(entries) for entries in self._entries.values())
@@ -63,6 +91,9 @@ class QuotaLedger:
     def pending(self, namespace: str, quotas: Sequence[Quota]) -> dict[str, dict[str, Decimal]]:
         """Quota name -> key -> what recent Pods charge it that `quotas` (as last seen) do not show."""
         now = self._clock()
+        kept = self._left.get(namespace)
+        if kept is not None:
+            self._fold(kept)
         found: dict[str, dict[str, Decimal]] = {}
         for quota in quotas:
             key = (namespace, quota.name)
@@ -94,13 +125,14 @@ class QuotaLedger:
         """Quota name -> key -> `hard - used - pending` (`leftover` of `quotas` and `pending`), kept
         up to date by `record`; read it, never change it."""
         kept = self._left.get(namespace)
-        if kept is not None and kept[0] is quotas and self._clock() < kept[1]:
-            return kept[2]  # the same quotas (so the same versions), and no entry expired since
+        if kept is not None and kept.quotas is quotas and self._clock() < kept.expiry:
+            self._fold(kept)
+            return kept.lefts  # the same quotas (so the same versions), and no entry expired since
         return self._work_out_left(namespace, quotas)
 
     def _work_out_left(self, namespace: str, quotas: Sequence[Quota]) -> dict[str, dict[str, Decimal]]:
         found = leftover(quotas, self.pending(namespace, quotas))
-        self._left[namespace] = (quotas, self._next_expiry(namespace, quotas), found)
+        self._left[namespace] = _Kept(quotas, self._next_expiry(namespace, quotas), found)
         return found
 
     def reuse(
@@ -109,18 +141,77 @@ class QuotaLedger:
     ) -> bool:
         """For a replica of a cached verdict: whether what `quotas` have left (`left`) is within
         `reading`'s bands (None: the verdict does not depend on it), recording `charges` (None: the
-        replica charges nothing) when it is. `left` then `record`, with one clock reading."""
+        replica charges nothing) when it is. `left` then `record`, with one clock reading; for the next
+        replicas of the verdict accepted last, a count (see the module docstring)."""
         now = self._clock()
         kept = self._left.get(namespace)
-        if kept is not None and kept[0] is quotas and now < kept[1]:
-            lefts = kept[2]  # the same quotas (so the same versions), and no entry expired since
+        if kept is not None and kept.quotas is quotas and now < kept.expiry:
+            # The same quotas (so the same versions), and no entry expired since.
+            if charges is not None and kept.charges is charges and kept.reading is reading:
+                remaining = kept.remaining
+                if remaining is None:
+                    remaining = kept.remaining = self._fitting(namespace, kept)
+                entries = kept.entries
+                if remaining > 0 and len(entries) < self.max_entries:
+                    kept.remaining = remaining - 1
+                    kept.count += 1
+                    entries.append((now, kept.amounts))
+                    return True
+            self._fold(kept)
+            lefts = kept.lefts
         else:
             lefts = self._work_out_left(namespace, quotas)
         if reading is not None and not reading.within(lefts):
             return False
         if charges:
             self._record(namespace, charges, now)
+            kept = self._left.get(namespace)
+            if kept is not None:  # the next replica may be of this verdict too
+                kept.charges, kept.reading, kept.remaining = charges, reading, None
         return True
+
+    def _fitting(self, namespace: str, kept: _Kept) -> int:
+        """How many replicas in a row of the verdict `kept` last accepted its reading accepts from
+        what is left now, each taking the same charge off it; 0 where that is not simply worked out
+        (more than one quota). Never more than `reading.within` would accept one by one: left only
+        shrinks (charges are not negative), so a band's upper bound that holds now keeps holding."""
+        charges, reading = kept.charges, kept.reading
+        if charges is None or len(charges) != 1:
+            return 0
+        name, amounts = next(iter(charges.items()))
+        left = kept.lefts.get(name)
+        if left is None:
+            return 0
+        if reading is not None and (reading.counted != (name,) or not reading.within(kept.lefts)):
+            return 0
+        kept.name, kept.amounts = name, amounts
+        kept.entries, kept.total = self._entries[(namespace, name)], self._totals[(namespace, name)]
+        fitting = _ANY
+        for key, low, _high, _name in reading.flat if reading is not None else ():
+            amount = amounts.get(key)
+            if amount is None or amount == 0 or key not in left:
+                continue
+            if amount < 0:
+                return 1
+            if low is not None:
+                try:
+                    fitting = min(fitting, int((left[key] - low) // amount) + 1)
+                except InvalidOperation:  # a quotient past the precision: this replica alone
+                    return 1
+        return fitting
+
+    def _fold(self, kept: _Kept) -> None:
+        """The replicas the run counted, added to the totals and taken off what is left (`count` times
+        the charge: the sum `_record` would have made). The run goes on: what is left is the same."""
+        count = kept.count
+        if count:
+            kept.count = 0
+            total, left = kept.total, kept.lefts.get(kept.name)
+            for resource, amount in kept.amounts.items():
+                taken = amount * count
+                total[resource] = total[resource] + taken if resource in total else taken
+                if left is not None and resource in left:
+                    left[resource] -= taken
 
     def _next_expiry(self, namespace: str, quotas: Sequence[Quota]) -> float:
         """The earliest time an entry of these quotas' may expire while their versions stay the same
@@ -135,7 +226,10 @@ class QuotaLedger:
 
     def _record(self, namespace: str, charges: Mapping[str, _Charges], now: float) -> None:
         kept = self._left.get(namespace)
-        lefts = kept[2] if kept is not None else None
+        if kept is not None:
+            self._fold(kept)
+            kept.charges = kept.reading = kept.remaining = None  # another charge: the run ends
+        lefts = kept.lefts if kept is not None else None
         for name, amounts in charges.items():
             key = (namespace, name)
             entries = self._entries.get(key)
@@ -159,8 +253,8 @@ class QuotaLedger:
                     for resource, amount in evicted.items():
                         if resource in left:
                             left[resource] += amount
-        if kept is not None and lefts is not None and now + self.ttl < kept[1]:
-            self._left[namespace] = (kept[0], now + self.ttl, lefts)  # the first entry: it expires first
+        if kept is not None and lefts is not None and now + self.ttl < kept.expiry:
+            kept.expiry = now + self.ttl  # the first entry: it expires first
 
     @staticmethod
     def _take(total: dict[str, Decimal], charges: _Charges) -> None:

@@ -92,9 +92,8 @@ class CreatedTotals:
 
     def of(self, injections: Sequence[Injection]) -> dict[str, Decimal]:
         """The totals of the Pod with `injections` over its own values (what `as_created` reads)."""
-        key = tuple(
-            (i.target, i.field, i.value) for i in injections if i.field.startswith(("requests.", "limits."))
-        )
+        # A list made into a tuple: asked several times a decision, and a generator costs twice as much.
+        key = tuple([(i.target, i.field, i.value) for i in injections if i.field.startswith(_VALUES)])
         found = self._seen.get(key)
         if found is None:
             if _has_statuses(self._pod):
@@ -108,8 +107,13 @@ class CreatedTotals:
         return found
 
 
+_VALUES = ("requests.", "limits.")
+
+
 def _has_statuses(pod: Mapping[str, Any]) -> bool:
-    status = pod.get("status") or {}
+    status = pod.get("status")
+    if not status:  # a Pod at admission
+        return False
     return any(status.get(group) for group in ("containerStatuses", "initContainerStatuses"))
 
 

@@ -19,7 +19,6 @@ outside comes through `ClusterFacts` (`webhook.core.facts`), filled by the snaps
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -84,10 +83,10 @@ class Resume:
     def again(
         self, pending: Mapping[str, Mapping[str, Decimal]] | None
     ) -> tuple[NamespaceSettings, Decision]:
-        facts = dataclasses.replace(self.facts, pending=pending) if pending else self.facts
+        facts = self.facts.with_pending(pending) if pending else self.facts
         decision, _ = _run_steps(self.context.resumed(facts), start=_RESUME_AT, label=self.label, keep=False)
         warnings = (*self.notes, *decision.warnings) if self.notes else decision.warnings
-        return self.settings, dataclasses.replace(decision, warnings=warnings, resume=self)
+        return self.settings, decision.amended(warnings=warnings, resume=self)
 
 
 def tailor(
@@ -229,7 +228,7 @@ def decide(
     sized, statistic_notes = for_workload(profiles.for_workload(workload), policy.usage, annotations)
     notes += statistic_notes
     base = cluster.facts_for(namespace)
-    facts = dataclasses.replace(base, pending=pending) if pending else base
+    facts = base.with_pending(pending) if pending else base
     keep = pending is not None
     decision, kept = _tailor_checked(
         pod, policy=policy, profiles=sized, facts=facts, workload=workload, keep=keep
@@ -237,7 +236,7 @@ def decide(
     if kept is not None:
         resume = Resume(kept, base, settings, tuple(notes), decision.workload)
         warnings = (*notes, *decision.warnings) if notes else decision.warnings
-        decision = dataclasses.replace(decision, warnings=warnings, resume=resume)
+        decision = decision.amended(warnings=warnings, resume=resume)
     elif notes:
-        decision = dataclasses.replace(decision, warnings=(*notes, *decision.warnings))
+        decision = decision.amended(warnings=(*notes, *decision.warnings), resume=None)
     return settings, decision

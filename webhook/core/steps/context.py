@@ -91,15 +91,21 @@ class Context:
 
     def resumed(self, facts: ClusterFacts) -> Context:
         """A copy that the steps go on with apart from this one, reading `facts` (the same snapshot's,
-        with other Pods' pending quota charges): what the steps added so far is copied, not shared."""
+        with other Pods' pending quota charges): what the steps added so far is copied, not shared.
+
+        Every field copied as it is, then the ones the steps add to made anew: a third of the time
+        of `dataclasses.replace`, which checks and passes every field through `__init__`.
+        """
+        new = object.__new__(Context)
+        for name in _FIELDS:
+            setattr(new, name, getattr(self, name))
         totals = self.created_totals
-        return dataclasses.replace(
-            self, facts=facts, patch=self.patch.copy(), warnings=list(self.warnings),
-            injections=list(self.injections), notes=list(self.notes), holds=dict(self.holds),
-            sleeps=list(self.sleeps), container_policies=dict(self.container_policies), caps=list(self.caps),
-            room=dict(self.room), boosted=list(self.boosted),
-            created_totals=totals.copy() if totals is not None else None,
-        )
+        new.facts, new.patch = facts, self.patch.copy()
+        new.warnings, new.injections, new.notes = list(self.warnings), list(self.injections), list(self.notes)
+        new.holds, new.sleeps, new.caps = dict(self.holds), list(self.sleeps), list(self.caps)
+        new.container_policies, new.room = dict(self.container_policies), dict(self.room)
+        new.boosted, new.created_totals = list(self.boosted), totals.copy() if totals is not None else None
+        return new
 
     @property
     def targeted(self) -> frozenset[int | str]:
@@ -114,6 +120,9 @@ class Context:
         if self.served is not None:
             return ref.name in self.served
         return serving_port(ref.body) is not None
+
+
+_FIELDS = tuple(item.name for item in dataclasses.fields(Context))
 
 
 class Step(NamedTuple):
