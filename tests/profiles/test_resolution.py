@@ -190,6 +190,24 @@ def test_the_default_step_counts_every_interval_once_above_the_floor(interval: f
     assert chosen.startup_step == max(FLOOR, nice_interval(interval)) <= chosen.step
 
 
+@pytest.mark.parametrize(
+    ("step", "overrides", "every"),
+    [
+        ("1m", {}, 20),  # 60 s data: 20 minutes apart
+        ("2m", {}, 10),
+        ("5m", {}, 5),  # 300 s data: every fifth step, 25 minutes apart
+        ("1h", {}, 5),
+        ("auto", {}, 5),  # unresolved (the checkpoint key's settings): the fifth
+        ("1m", {"exact_cpu": False}, 1),  # the rebuild is the answer: every step
+        ("1m", {"cpu_rate_metric": "node:cpu:rate"}, 1),  # a recorded rate: each point once
+    ],
+)
+def test_the_estimate_reads_every_fifth_step_at_least_twenty_minutes_apart(
+    step: str, overrides: dict[str, object], every: int
+) -> None:
+    assert test_settings(step=step, window="7d", **overrides).seed_every() == every
+
+
 def test_measured_intervals_snap_to_the_configured_ones() -> None:
     assert [nice_interval(x) for x in (14.75, 3600 / 61, 3600 / 58, 295.0, 42.0)] == [15, 60, 60, 300, 42]
 
