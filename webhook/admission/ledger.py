@@ -19,10 +19,11 @@ verdict's bands (`RoomReading`), asked once per replica: `left` keeps what each 
 works it out afresh when the quotas seen change (a new snapshot) or an entry may have expired.
 `reuse` asks and records for such a replica in one call (one clock reading, one look-up of what is
 kept), since every cached replica in a quota namespace asks both. The replicas of a burst come one
-after another with the same verdict: from the second in a row on, `reuse` works out once how many
-more of them the verdict's bands accept, each taking the same charge off the same room (`_fitting`),
-and charges each of them by appending its entry and counting it; the count is added to the totals
-and to what is left (times the charge, the same sum) before anything else reads or changes them.
+after another with the same verdict: from the one after its decision (or after a replica of another
+verdict) on, `reuse` works out once how many more of them the verdict's bands accept, each taking
+the same charge off the same room (`_fitting`), and charges each of them by appending its entry and
+counting it; the count is added to the totals and to what is left (times the charge, the same sum)
+before anything else reads or changes them.
 
 The admission path runs on one event loop, so deciding and recording happen without a lock.
 """
@@ -164,10 +165,7 @@ class QuotaLedger:
         if reading is not None and not reading.within(lefts):
             return False
         if charges:
-            self._record(namespace, charges, now)
-            kept = self._left.get(namespace)
-            if kept is not None:  # the next replica may be of this verdict too
-                kept.charges, kept.reading, kept.remaining = charges, reading, None
+            self._record(namespace, charges, reading, now)
         return True
 
     def _fitting(self, namespace: str, kept: _Kept) -> int:
@@ -220,15 +218,22 @@ class QuotaLedger:
         oldest = [entries[0][0] for entries in queues if entries]
         return min(oldest) + self.ttl if oldest else _NEVER
 
-    def record(self, namespace: str, charges: Mapping[str, _Charges]) -> None:
-        """Remember what a just-admitted Pod charges each quota that counts it."""
-        self._record(namespace, charges, self._clock())
+    def record(
+        self, namespace: str, charges: Mapping[str, _Charges], *, reading: RoomReading | None = None
+    ) -> None:
+        """Remember what a just-admitted Pod charges each quota that counts it. A cached verdict's next
+        replica that hands `reuse` these very `charges` and `reading` (the verdict's) is the run's."""
+        self._record(namespace, charges, reading, self._clock())
 
-    def _record(self, namespace: str, charges: Mapping[str, _Charges], now: float) -> None:
+    def _record(
+        self, namespace: str, charges: Mapping[str, _Charges], reading: RoomReading | None, now: float
+    ) -> None:
+        """`charges` recorded; the next replica of the verdict with these `charges` and `reading` (the
+        objects) may be counted as a run's (`reuse`)."""
         kept = self._left.get(namespace)
         if kept is not None:
             self._fold(kept)
-            kept.charges = kept.reading = kept.remaining = None  # another charge: the run ends
+            kept.charges, kept.reading, kept.remaining = charges, reading, None  # a run of its own from here
         lefts = kept.lefts if kept is not None else None
         for name, amounts in charges.items():
             key = (namespace, name)
