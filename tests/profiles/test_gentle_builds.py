@@ -39,7 +39,7 @@ from webhook.profiles.build import BuildResult, BuildSettings, build_profiles
 from webhook.profiles.connection import PrometheusConnection
 from webhook.profiles.prometheus import Prometheus, PrometheusError
 from webhook.profiles.runner import BuildRun, build_once
-from webhook.profiles.shards import MAX_CLASSES, Shard, plan
+from webhook.profiles.shards import MAX_CLASSES, Shard, fleet_budget, plan
 from webhook.profiles.store import FileStore, ProfileDocument, WorkloadEntry
 from webhook.report.progress import Progress
 
@@ -143,6 +143,28 @@ class TestShards:
         self, series: dict[str, dict[str, float]], budget: int, expected: list[Shard]
     ) -> None:
         assert plan(series, span=14 * 86_400, resolution=300, budget=budget) == sorted(expected)
+
+    @pytest.mark.parametrize(
+        ("points", "ceiling", "expected"),
+        [
+            (50_000, 500_000, 200_000),  # a tiny fleet: one query, as ever (the floor is over its points)
+            (1_854 * 2_016, 500_000, 233_604),  # the 300 s peer set (7 days at 5 m): a sixteenth
+            (4_668 * 10_080, 500_000, 500_000),  # the 60 s peer set: the whole budget
+            (16 * 500_000, 500_000, 500_000),  # where a sixteenth reaches the budget
+            (1_854 * 2_016, 8_000, 8_000),  # a budget set under the floor is kept
+        ],
+    )
+    def test_a_small_fleets_heavy_queries_hold_a_sixteenth_of_its_points(
+        self, points: float, ceiling: int, expected: int
+    ) -> None:
+        assert fleet_budget(points, ceiling=ceiling) == expected
+
+    @given(st.floats(0, 1e9), st.integers(1, 5_000_000))
+    def test_the_fleet_budget_never_exceeds_the_build_budget_nor_shrinks_as_the_fleet_grows(
+        self, points: float, ceiling: int
+    ) -> None:
+        assert fleet_budget(points, ceiling=ceiling) <= ceiling
+        assert fleet_budget(points, ceiling=ceiling) <= fleet_budget(points * 2, ceiling=ceiling)
 
     @given(st.dictionaries(st.sampled_from("abcdefgh"),
                            st.dictionaries(st.sampled_from(["app", "log", "proxy", "db"]),

@@ -5,12 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import scenarios
+from conftest import History
 from hypothesis import given
 from hypothesis import strategies as st
 
 from webhook.core.workload import WorkloadKey, pod_workload
+from webhook.profiles import queries
 from webhook.profiles.identity import Owners, workload_by_name
-from webhook.profiles.prometheus import Sample
+from webhook.profiles.prometheus import Prometheus, Sample
 
 SAFE = "bcdfghjklmnpqrstvwxz2456789"
 names = st.from_regex(r"[a-z][a-z0-9]{0,12}(-[a-z][a-z0-9]{0,8}){0,2}", fullmatch=True)
@@ -111,3 +114,20 @@ def test_a_replicaset_without_a_deployment_is_named_as_the_admission_side_names_
     ])
     pod = _pod("rs-x7k2p", "ReplicaSet", "legacy")
     assert owners.workload("shop", "rs-x7k2p") == pod_workload(pod, "shop")
+
+
+def test_the_owner_series_name_the_same_owners_as_their_samples_over_the_window(history: History) -> None:
+    """The owners are read from `/api/v1/series` (an index lookup) rather than as `max_over_time` of
+    every owner sample over the window: the same Pods and ReplicaSets, the same owners."""
+    prom = Prometheus(history.prometheus.url)
+    span = 14 * 86_400
+    try:
+        listed = Owners.from_labels(prom.series(queries.owner_series(()), start=scenarios.END - span,
+                                                end=scenarios.END))
+        sampled = " or ".join(f"max_over_time({found}[{span}s])" for found in queries.owner_series(()))
+        evaluated = Owners.from_samples(prom.instant(sampled, at=scenarios.END))
+    finally:
+        prom.close()
+    assert listed.pods
+    assert listed.replicasets
+    assert (listed.pods, listed.replicasets) == (evaluated.pods, evaluated.replicasets)

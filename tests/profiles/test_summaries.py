@@ -140,8 +140,8 @@ class TestTheBudget:
     ) -> None:
         prom = Prometheus(history.prometheus.url)
         try:
-            owners = Owners.from_samples(prom.instant(queries.owners_query(("shop",), span=14 * 86_400),
-                                                      at=scenarios.END))
+            owners = Owners.from_labels(prom.series(queries.owner_series(("shop",)),
+                                                    start=scenarios.END - 14 * 86_400, end=scenarios.END))
             whole = summarize(prom, namespaces=("shop",), rate_window=600, recorded=None, owners=owners,
                               end=scenarios.END, days=7, progress=lambda _: None, interval=300.0)
             before = prom.queries
@@ -159,6 +159,30 @@ class TestTheBudget:
                                                                nan_ok=True)
         finally:
             prom.close()
+
+
+    def test_asked_one_day_at_a_time_the_summaries_are_the_same_in_as_many_queries(
+        self, history: History
+    ) -> None:
+        prom = Prometheus(history.prometheus.url)
+        try:
+            owners = Owners.from_labels(prom.series(queries.owner_series(("shop",)),
+                                                    start=scenarios.END - 14 * 86_400, end=scenarios.END))
+            asked = []
+            for parallel in (2, 1):
+                before = prom.queries
+                found = summarize(prom, namespaces=("shop",), rate_window=600, recorded=None, owners=owners,
+                                  end=scenarios.END, days=7, progress=lambda _: None, interval=300.0,
+                                  parallel=parallel)
+                asked.append((prom.queries - before, _flat(found)))
+        finally:
+            prom.close()
+        (two, both), (one, alone) = asked
+        assert one == two
+        assert both.keys() == alone.keys()
+        numbers = [k for k, v in both.items() if not isinstance(v, str)]
+        assert [alone[k] for k in numbers] == pytest.approx([both[k] for k in numbers], rel=1e-12,
+                                                            nan_ok=True)
 
 
 def _flat(found: object, path: str = "") -> dict[str, object]:

@@ -30,8 +30,8 @@ from webhook.profiles.followups import startups as read_startups
 from webhook.profiles.identity import Owners
 from webhook.profiles.passes import Meter, Passes
 from webhook.profiles.prometheus import Prometheus, PrometheusError, Sample
-from webhook.profiles.resolution import AUTO, Resolution, choose
-from webhook.profiles.shards import Shard, estimate, plan
+from webhook.profiles.resolution import AUTO, Resolution, choose, points
+from webhook.profiles.shards import Shard, estimate, fleet_budget, plan
 from webhook.profiles.sizing import Live, Scrape, read_scrape
 from webhook.profiles.slices import (
     SeriesId,
@@ -299,7 +299,7 @@ def _build(
     notes: list[str] = []
     with ThreadPoolExecutor(max_workers=max(4, settings.concurrency)) as pool:
         # The small queries go first, then the two big passes, then what the passes point to.
-        owners_f = pool.submit(prom.instant, queries.owners_query(ns, span=window), at=end)
+        owners_f = pool.submit(prom.series, queries.owner_series(ns), start=end - window, end=end)
         oom_f = pool.submit(prom.instant, queries.oom_kills(ns, span=window), at=end)
         requests_f = pool.submit(prom.instant, queries.requests_query(ns, span=window), at=end)
         hpas_f = pool.submit(prom.instant, queries.hpa_targets(ns, span=window), at=end)
@@ -315,6 +315,10 @@ def _build(
             notes.append(raised)
             progress(f"  warning: {raised}")
         progress(f"  reading at a {resolution.describe()}")
+        # The heavy queries (the passes, the start-ups, the top fetch) of a small fleet hold a share
+        # of its points (`shards.fleet_budget`); the summaries and the totals keep the whole budget.
+        fleet = points(_total(scrape.live), span=window, step=step, interval=scrape.interval())
+        heavy = dataclasses.replace(settings, max_samples=fleet_budget(fleet, ceiling=settings.max_samples))
         if working is not None:
             working.resolve(f"{settings.step}/{settings.rate_window}")
         totals_f = pool.submit(fetch_totals, prom, namespaces=ns, window=window, step=step,
@@ -322,19 +326,19 @@ def _build(
                                progress=progress, live=_total(scrape.live),
                                pieces=lambda n: _totals_pieces(settings, n),
                                scope=_scope(hpas_f), checkpoint=working)
-        passes = _planned_passes(prom, settings, scrape=scrape, end=end, progress=progress,
+        passes = _planned_passes(prom, heavy, scrape=scrape, end=end, progress=progress,
                                  checkpoint=working, meter=meter)
         reading: list[Future[dict[SeriesId, list[list[tuple[float, float]]]]]] = []
         found = passes.read(
             recent=end - lookback,
             on_recent=lambda recent: reading.append(
-                pool.submit(read_startups, prom, settings, recent, since=end - lookback, end=end,
+                pool.submit(read_startups, prom, heavy, recent, since=end - lookback, end=end,
                             step=resolution.startup_step)
             ),
         )
         if working is not None:
             working.prune(before=end - window)
-        owners = Owners.from_samples(owners_f.result())
+        owners = Owners.from_labels(owners_f.result())
         progress(f"  owners: {len(owners.pods)} pods known to kube-state-metrics")
         seen = seen_without_start(prom, settings, found, end=end)
         intervals = {namespace: found for namespace, found in scrape.intervals().items() if found > 0}
@@ -343,7 +347,7 @@ def _build(
         if not settings.exact_cpu:
             # Exact: the top fetch reads every series' points above its pool's floor, short ones too,
             # so their every value (a range of every step per series: Prometheus' heap) is not needed.
-            fetch_short_series(prom, settings, stats, end=end, pool=pool)
+            fetch_short_series(prom, heavy, stats, end=end, pool=pool)
         oom: dict[SeriesId, int] = {}
         for sample in oom_f.result():
             sid = series_id(sample.labels)
@@ -370,7 +374,7 @@ def _build(
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="exact") as counting:
         finest = min(intervals.values(), default=interval)
         refused = prom.refusals
-        exact = exact_cpu(prom, settings, stats, histories, end=end, pool=counting, interval=finest,
+        exact = exact_cpu(prom, heavy, stats, histories, end=end, pool=counting, interval=finest,
                           progress=progress) if settings.exact_cpu else {}
         own = CpuStatistic(settings.strategy.cpu_percentile, settings.strategy.cpu_aggregate, asked_rate)
         others: dict[tuple[WorkloadKey, str], dict[str, Decimal]] = defaultdict(dict)
@@ -379,7 +383,7 @@ def _build(
             # Its rate window resolved as the build's (two intervals at least), read at the build's step.
             its = choose(step=asked_step, rate_window=statistic.rate_window, interval=scrape.interval(),
                          recorded=settings.cpu_rate_metric is not None)
-            counted = exact_cpu(prom, settings, stats, histories, end=end, pool=counting, progress=progress,
+            counted = exact_cpu(prom, heavy, stats, histories, end=end, pool=counting, progress=progress,
                                 interval=finest, statistic=dataclasses.replace(
                                     statistic, rate_window=queries.promql_duration(its.rate_window)))
             strategy = settings.strategy
@@ -393,6 +397,9 @@ def _build(
         summarize, prom, namespaces=ns, rate_window=rate, recorded=settings.cpu_rate_metric,
         owners=owners, end=end, days=settings.summary_days, progress=progress, checkpoint=working,
         interval=interval, series=_total(scrape.live), budget=settings.max_samples,
+        # Each summaries query selects every series of the fleet, whatever its piece: a small fleet's
+        # (`fleet_budget`) are asked one at a time, which halves Prometheus' heap for a second or two.
+        parallel=1 if heavy.max_samples < settings.max_samples else 2,
     ) if settings.summary_days > 0 else None
     for (key, container), sids in histories.items():
         each = {sid: stats[sid] for sid in sids}  # made here, dropped after: one container at a time

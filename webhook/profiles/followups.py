@@ -14,6 +14,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from webhook.profiles import queries
+from webhook.profiles.cpustat import batch_budget
 from webhook.profiles.prometheus import Prometheus, Series, joined
 from webhook.profiles.slices import SeriesId, SliceRecords, StatsBySeries, series_id, without_start
 from webhook.profiles.strategy import SeriesStats
@@ -182,8 +183,9 @@ def startups(
         if at is not None and since <= at <= end
     })
     out: dict[SeriesId, list[list[tuple[float, float]]]] = defaultdict(list)
-    for group in startup_groups(starts, window=limit, step=step,
-                                  budget=min(500_000, settings.max_samples), pods=500):
+    # A range answer comes back whole (every point of the group's span, most of them before or after
+    # the minutes read): planned as a top-fetch batch is, not as a reduced pass (`batch_budget`).
+    for group in startup_groups(starts, window=limit, step=step, budget=batch_budget(settings), pods=500):
         first, last = group[0][1], group[-1][1]
         lo = end - (end - first) // step * step  # on the grid of the window's end, as the passes are
         query = queries.cpu_values(

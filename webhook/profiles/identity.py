@@ -51,14 +51,18 @@ class Owners:
 
     @classmethod
     def from_samples(cls, samples: Iterable[Sample]) -> Owners:
+        return cls.from_labels(sample.labels for sample in samples)
+
+    @classmethod
+    def from_labels(cls, found: Iterable[Mapping[str, str]]) -> Owners:
+        """From the owner series' label sets (`Prometheus.series`, or an answer's samples' labels)."""
         owners = cls()
-        for sample in samples:
-            labels: Mapping[str, str] = sample.labels
+        for labels in found:
             kind, name = labels.get("owner_kind", ""), labels.get("owner_name", "")
             ns = labels.get("namespace")
             if not ns or not kind or kind == "<none>" or not name or name == "<none>":
                 continue
-            # `max_over_time` drops the metric name: tell the series apart by their own labels.
+            # Told apart by their own labels: a Pod's owner has `pod`, a ReplicaSet's `replicaset`.
             if "pod" in labels:
                 owners.pods[(ns, labels["pod"])] = (kind, name)
             elif "replicaset" in labels and kind == "Deployment":

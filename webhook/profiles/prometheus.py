@@ -91,16 +91,17 @@ class Prometheus:
             self.client.close()
 
     def _call(
-        self, endpoint: str, params: dict[str, str], *, listing: bool = False, lean: bool = False
+        self, endpoint: str, params: Mapping[str, str | list[str]], *, listing: bool = False,
+        lean: bool = False,
     ) -> Any:
         """The answer's `data`; `lean`: a matrix's result as (labels, values) pairs (`lean.matrix`)."""
         assert self.client is not None
         with self._lock:
             self.queries += 1
         where = f"{self.url}{endpoint}"
-        if self.selector and "query" in params:
-            params = {**params, "query": scoped(params["query"], self.selector)}
-        if listing:  # the label values endpoint answers GET only
+        if self.selector and isinstance(query := params.get("query"), str):
+            params = {**params, "query": scoped(query, self.selector)}
+        if listing:  # the label values and series endpoints: GET (the label values answer only that)
             request = functools.partial(self.client.get, where, params=params)
         else:
             request = functools.partial(self.client.post, where, data={**params, "stats": "all"})
@@ -163,6 +164,16 @@ class Prometheus:
         params = {"match[]": scoped(match, self.selector), "start": f"{start:.3f}", "end": f"{end:.3f}"}
         values = self._call(f"/api/v1/label/{label}/values", params, listing=True)
         return sorted(str(value) for value in values)
+
+    def series(self, matches: Sequence[str], *, start: float, end: float) -> list[Mapping[str, str]]:
+        """The label sets of the series `matches` select that have samples in [start, end]: an index
+        lookup, no sample decoded (`max_over_time` over the window decodes every one of them)."""
+        params: dict[str, str | list[str]] = {"match[]": [scoped(match, self.selector) for match in matches],
+                  "start": f"{start:.3f}", "end": f"{end:.3f}"}
+        found = self._call("/api/v1/series", params, listing=True)
+        if not isinstance(found, list):
+            raise PrometheusError(f"Prometheus at {self.url}: /api/v1/series answered no list")
+        return [item for item in found if isinstance(item, dict)]
 
     def instant(self, query: str, *, at: float) -> list[Sample]:
         """An instant query evaluated at `at`; NaN values (empty quantiles) are dropped."""

@@ -24,7 +24,7 @@ __all__ = [
     "hpa_targets",
     "memory_stats",
     "namespaces_query",
-    "owners_query",
+    "owner_series",
     "requests_query",
     "safe_rate_window",
     "selector",
@@ -301,13 +301,12 @@ def requests_query(namespaces: Sequence[str], *, span: int) -> str:
     return f"last_over_time({series}[{promql_duration(span)}])"
 
 
-def owners_query(namespaces: Sequence[str], *, span: int) -> str:
-    """kube-state-metrics owners: Pod -> controller and ReplicaSet/Job -> controller, one request."""
-    pods = selector("kube_pod_owner", namespaces, containers=False, owner_is_controller="true")
-    sets = selector("kube_replicaset_owner", namespaces, containers=False)
-    jobs = selector("kube_job_owner", namespaces, containers=False)
-    window = promql_duration(span)
-    return _union(f"max_over_time({series}[{window}])" for series in (pods, sets, jobs))
+def owner_series(namespaces: Sequence[str]) -> list[str]:
+    """kube-state-metrics owners (Pod -> controller, ReplicaSet/Job -> controller): the selectors of
+    one `/api/v1/series` request (their labels are the answer; their samples are all 1)."""
+    return [selector("kube_pod_owner", namespaces, containers=False, owner_is_controller="true"),
+            selector("kube_replicaset_owner", namespaces, containers=False),
+            selector("kube_job_owner", namespaces, containers=False)]
 
 
 HPA_INFO_METRIC = "kube_horizontalpodautoscaler_info"  # kube-state-metrics 2.x: the HPA's scale target

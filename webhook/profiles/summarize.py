@@ -161,6 +161,7 @@ def summarize(
     interval: float = _FINE,
     series: float = 0.0,
     budget: int = 0,
+    parallel: int = 2,
 ) -> dict[WorkloadKey, dict[str, UsageSummary]]:
     """Summaries by workload and container from the last `days` (a range query a day for a small fleet,
     up to four for a large one); a query
@@ -171,7 +172,8 @@ def summarize(
     (the pieces' length is bounded by the raw samples they read). `series`: the live series a query
     selects (CPU's, as many memory ones), `budget`: points one query may hold (the build's per-query
     budget); a piece is the whole hours whose series x steps are under `_SHARE` of it, at least one
-    (0: unknown)."""
+    (0: unknown). `parallel`: days asked at once (two: Prometheus evaluates them on both cores while
+    the answers are read here; one for a small fleet, whose heap it halves for a second or two)."""
     asks = queries.usage_by_controller(namespaces, rate_window=rate_window, recorded=recorded)
     usage: defaultdict[tuple[WorkloadKey, str, str], _Usage] = defaultdict(_Usage)
     last = end - end % HOUR
@@ -238,9 +240,8 @@ def summarize(
             if day is not None:
                 add(day.items(), bounds[0])
                 kept.add(bounds)
-        # Two days at a time: Prometheus evaluates them on both cores while the answers are read here.
         asking = [bounds for bounds in cut if bounds not in kept]
-        with ThreadPoolExecutor(max_workers=2) as pool:
+        with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
             leading = [number == 0 for number in range(len(asking))]
             for (lo, _), day in zip(asking, pool.map(asked, asking, leading), strict=True):
                 add(day.items(), lo)
