@@ -52,14 +52,15 @@ class _Kept:
     charged in `entries` but not yet in the totals and `lefts` (`QuotaLedger._fold`).
     """
 
-    __slots__ = ("amounts", "charges", "count", "entries", "expiry", "lefts", "name", "quotas", "reading",
-                 "remaining", "total")
+    __slots__ = ("amounts", "charges", "count", "entries", "expiry", "lefts", "lows_only", "name", "quotas",
+                 "reading", "remaining", "total")
 
     def __init__(self, quotas: Sequence[Quota], expiry: float, lefts: dict[str, dict[str, Decimal]]) -> None:
         self.quotas, self.expiry, self.lefts = quotas, expiry, lefts
         self.charges: Mapping[str, _Charges] | None = None
         self.reading: RoomReading | None = None
         self.remaining: int | None = None
+        self.lows_only = False  # no band of the reading bounds the room from above: a charge given back holds
         self.count = 0
         self.name = ""
         self.amounts: _Charges = {}
@@ -153,10 +154,12 @@ class QuotaLedger:
                 if remaining is None:
                     remaining = kept.remaining = self._fitting(namespace, kept)
                 entries = kept.entries
-                if remaining > 0 and len(entries) < self.max_entries:
+                if remaining > 0 and (len(entries) < self.max_entries or kept.lows_only):
                     kept.remaining = remaining - 1
                     kept.count += 1
                     entries.append((now, kept.amounts))
+                    if len(entries) > self.max_entries:  # at the bound: the oldest charge given back
+                        self._give_back(kept.total, kept.lefts.get(kept.name), entries.popleft()[1])
                     return True
             self._fold(kept)
             lefts = kept.lefts
@@ -172,7 +175,9 @@ class QuotaLedger:
         """How many replicas in a row of the verdict `kept` last accepted its reading accepts from
         what is left now, each taking the same charge off it; 0 where that is not simply worked out
         (more than one quota). Never more than `reading.within` would accept one by one: left only
-        shrinks (charges are not negative), so a band's upper bound that holds now keeps holding."""
+        shrinks by the run's charges (they are not negative), so a band's upper bound that holds now keeps
+        holding; it grows only by a charge given back at the ledger's bound, which the run takes only
+        where no band has an upper bound (`lows_only`)."""
         charges, reading = kept.charges, kept.reading
         if charges is None or len(charges) != 1:
             return 0
@@ -184,6 +189,8 @@ class QuotaLedger:
             return 0
         kept.name, kept.amounts = name, amounts
         kept.entries, kept.total = self._entries[(namespace, name)], self._totals[(namespace, name)]
+        # More room (a charge given back at the ledger's bound) keeps every lower bound held.
+        kept.lows_only = reading is None or all(high is None for _key, _low, high, _name in reading.flat)
         fitting = _ANY
         for key, low, _high, _name in reading.flat if reading is not None else ():
             amount = amounts.get(key)
@@ -252,14 +259,17 @@ class QuotaLedger:
                 if left is not None and resource in left:
                     left[resource] -= amount
             if len(entries) > self.max_entries:  # the oldest Pod's charge no longer pending: room back
-                evicted = entries.popleft()[1]
-                self._take(total, evicted)
-                if left is not None:
-                    for resource, amount in evicted.items():
-                        if resource in left:
-                            left[resource] += amount
+                self._give_back(total, left, entries.popleft()[1])
         if kept is not None and lefts is not None and now + self.ttl < kept.expiry:
             kept.expiry = now + self.ttl  # the first entry: it expires first
+
+    @staticmethod
+    def _give_back(total: dict[str, Decimal], left: dict[str, Decimal] | None, charges: _Charges) -> None:
+        """A charge no longer pending (past the ledger's bound): off the totals, back to what is left."""
+        for resource, amount in charges.items():
+            total[resource] = total[resource] - amount if resource in total else -amount
+            if left is not None and resource in left:
+                left[resource] += amount
 
     @staticmethod
     def _take(total: dict[str, Decimal], charges: _Charges) -> None:
