@@ -38,6 +38,7 @@ steps = st.lists(
         # A replica of a verdict seen before (the same objects), as the replicas of a burst come in a row.
         st.tuples(st.just("again"), st.integers(0, 2)),
         st.tuples(st.just("again"), st.just(0)),
+        st.tuples(st.just("decided"), st.integers(0, 2)),  # a verdict decided afresh, then cached
         st.tuples(st.just("wait"), st.sampled_from([0.5, 3.0, 6.0, 50.0, 130.0])),
         st.tuples(st.just("status")),  # the quota controller wrote a new status: a new snapshot
         st.tuples(st.just("left")),
@@ -93,7 +94,11 @@ class TestWhatEachQuotaHasLeft:
         version, seen = 1, quotas(1, two=two)
         verdicts = [made(seen, *drawn, two=two) for drawn in pool]
         for step in plan:
-            if step[0] == "again":
+            if step[0] == "decided":
+                read, charges = verdicts[step[1]]
+                ledger.record("shop", charges, reading=read)
+                twin.record("shop", charges)
+            elif step[0] == "again":
                 read, charges = verdicts[step[1]]
                 accepted = read is None or read.within(leftover(seen, twin.pending("shop", seen)))
                 assert ledger.reuse("shop", seen, read, charges) is accepted

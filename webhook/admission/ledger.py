@@ -19,10 +19,11 @@ verdict's bands (`RoomReading`), asked once per replica: `left` keeps what each 
 works it out afresh when the quotas seen change (a new snapshot) or an entry may have expired.
 `reuse` asks and records for such a replica in one call (one clock reading, one look-up of what is
 kept), since every cached replica in a quota namespace asks both. The replicas of a burst come one
-after another with the same verdict: from the second in a row on, `reuse` works out once how many
-more of them the verdict's bands accept, each taking the same charge off the same room (`_fitting`),
-and charges each of them by appending its entry and counting it; the count is added to the totals
-and to what is left (times the charge, the same sum) before anything else reads or changes them.
+after another with the same verdict: from the one after its decision (or after a replica of another
+verdict) on, `reuse` works out once how many more of them the verdict's bands accept, each taking
+the same charge off the same room (`_fitting`), and charges each of them by appending its entry and
+counting it; the count is added to the totals and to what is left (times the charge, the same sum)
+before anything else reads or changes them.
 
 The admission path runs on one event loop, so deciding and recording happen without a lock.
 """
@@ -51,14 +52,15 @@ class _Kept:
     charged in `entries` but not yet in the totals and `lefts` (`QuotaLedger._fold`).
     """
 
-    __slots__ = ("amounts", "charges", "count", "entries", "expiry", "lefts", "name", "quotas", "reading",
-                 "remaining", "total")
+    __slots__ = ("amounts", "charges", "count", "entries", "expiry", "lefts", "lows_only", "name", "quotas",
+                 "reading", "remaining", "total")
 
     def __init__(self, quotas: Sequence[Quota], expiry: float, lefts: dict[str, dict[str, Decimal]]) -> None:
         self.quotas, self.expiry, self.lefts = quotas, expiry, lefts
         self.charges: Mapping[str, _Charges] | None = None
         self.reading: RoomReading | None = None
         self.remaining: int | None = None
+        self.lows_only = False  # no band of the reading bounds the room from above: a charge given back holds
         self.count = 0
         self.name = ""
         self.amounts: _Charges = {}
@@ -152,10 +154,12 @@ class QuotaLedger:
                 if remaining is None:
                     remaining = kept.remaining = self._fitting(namespace, kept)
                 entries = kept.entries
-                if remaining > 0 and len(entries) < self.max_entries:
+                if remaining > 0 and (len(entries) < self.max_entries or kept.lows_only):
                     kept.remaining = remaining - 1
                     kept.count += 1
                     entries.append((now, kept.amounts))
+                    if len(entries) > self.max_entries:  # at the bound: the oldest charge given back
+                        self._give_back(kept.total, kept.lefts.get(kept.name), entries.popleft()[1])
                     return True
             self._fold(kept)
             lefts = kept.lefts
@@ -164,17 +168,16 @@ class QuotaLedger:
         if reading is not None and not reading.within(lefts):
             return False
         if charges:
-            self._record(namespace, charges, now)
-            kept = self._left.get(namespace)
-            if kept is not None:  # the next replica may be of this verdict too
-                kept.charges, kept.reading, kept.remaining = charges, reading, None
+            self._record(namespace, charges, reading, now)
         return True
 
     def _fitting(self, namespace: str, kept: _Kept) -> int:
         """How many replicas in a row of the verdict `kept` last accepted its reading accepts from
         what is left now, each taking the same charge off it; 0 where that is not simply worked out
         (more than one quota). Never more than `reading.within` would accept one by one: left only
-        shrinks (charges are not negative), so a band's upper bound that holds now keeps holding."""
+        shrinks by the run's charges (they are not negative), so a band's upper bound that holds now keeps
+        holding; it grows only by a charge given back at the ledger's bound, which the run takes only
+        where no band has an upper bound (`lows_only`)."""
         charges, reading = kept.charges, kept.reading
         if charges is None or len(charges) != 1:
             return 0
@@ -186,6 +189,8 @@ class QuotaLedger:
             return 0
         kept.name, kept.amounts = name, amounts
         kept.entries, kept.total = self._entries[(namespace, name)], self._totals[(namespace, name)]
+        # More room (a charge given back at the ledger's bound) keeps every lower bound held.
+        kept.lows_only = reading is None or all(high is None for _key, _low, high, _name in reading.flat)
         fitting = _ANY
         for key, low, _high, _name in reading.flat if reading is not None else ():
             amount = amounts.get(key)
@@ -220,15 +225,22 @@ class QuotaLedger:
         oldest = [entries[0][0] for entries in queues if entries]
         return min(oldest) + self.ttl if oldest else _NEVER
 
-    def record(self, namespace: str, charges: Mapping[str, _Charges]) -> None:
-        """Remember what a just-admitted Pod charges each quota that counts it."""
-        self._record(namespace, charges, self._clock())
+    def record(
+        self, namespace: str, charges: Mapping[str, _Charges], *, reading: RoomReading | None = None
+    ) -> None:
+        """Remember what a just-admitted Pod charges each quota that counts it. A cached verdict's next
+        replica that hands `reuse` these very `charges` and `reading` (the verdict's) is the run's."""
+        self._record(namespace, charges, reading, self._clock())
 
-    def _record(self, namespace: str, charges: Mapping[str, _Charges], now: float) -> None:
+    def _record(
+        self, namespace: str, charges: Mapping[str, _Charges], reading: RoomReading | None, now: float
+    ) -> None:
+        """`charges` recorded; the next replica of the verdict with these `charges` and `reading` (the
+        objects) may be counted as a run's (`reuse`)."""
         kept = self._left.get(namespace)
         if kept is not None:
             self._fold(kept)
-            kept.charges = kept.reading = kept.remaining = None  # another charge: the run ends
+            kept.charges, kept.reading, kept.remaining = charges, reading, None  # a run of its own from here
         lefts = kept.lefts if kept is not None else None
         for name, amounts in charges.items():
             key = (namespace, name)
@@ -247,14 +259,17 @@ class QuotaLedger:
                 if left is not None and resource in left:
                     left[resource] -= amount
             if len(entries) > self.max_entries:  # the oldest Pod's charge no longer pending: room back
-                evicted = entries.popleft()[1]
-                self._take(total, evicted)
-                if left is not None:
-                    for resource, amount in evicted.items():
-                        if resource in left:
-                            left[resource] += amount
+                self._give_back(total, left, entries.popleft()[1])
         if kept is not None and lefts is not None and now + self.ttl < kept.expiry:
             kept.expiry = now + self.ttl  # the first entry: it expires first
+
+    @staticmethod
+    def _give_back(total: dict[str, Decimal], left: dict[str, Decimal] | None, charges: _Charges) -> None:
+        """A charge no longer pending (past the ledger's bound): off the totals, back to what is left."""
+        for resource, amount in charges.items():
+            total[resource] = total[resource] - amount if resource in total else -amount
+            if left is not None and resource in left:
+                left[resource] += amount
 
     @staticmethod
     def _take(total: dict[str, Decimal], charges: _Charges) -> None:

@@ -48,6 +48,9 @@ Shape = tuple[Decimal, Decimal]  # allocatable cpu, memory
 
 def _best(shapes: list[Shape], cpu: Decimal, memory: Decimal) -> Shape | None:
     """A node both resources fit (None), else the one that holds the most of both together."""
+    for node_cpu, node_memory in shapes:  # the usual Pod fits one: no shares worked out
+        if node_cpu >= cpu and node_memory >= memory:
+            return None
     best, score = shapes[0], Decimal(-1)
     for node_cpu, node_memory in shapes:
         if node_cpu >= cpu and node_memory >= memory:
@@ -117,7 +120,7 @@ def fit_pod(
     what = "largest node that fits the Pod's selector"
     warnings: list[str] = []
     new_node: Shape | None = None
-    new_node_taken, real = (_ZERO, _ZERO, 0), set(shapes)
+    new_node_taken, real = (_ZERO, _ZERO, 0), shapes[:]
     if rules.max_node_cpu is not None and rules.max_node_memory is not None:
         new_node_taken = new_node_share(pod, facts.nodes, own)
         new_node = (max(rules.max_node_cpu - new_node_taken[0], _ZERO),
@@ -134,7 +137,7 @@ def fit_pod(
         return FitOutcome(warnings=tuple(warnings))
     created = created if created is not None else CreatedTotals(pod)
     need = created.of(injections)
-    cpu, memory = need.get("requests.cpu", Decimal(0)), need.get("requests.memory", Decimal(0))
+    cpu, memory = need.get("requests.cpu", _ZERO), need.get("requests.memory", _ZERO)
     node = _best(shapes, cpu, memory)
     caps: list[Cap] = []
     if node is not None:
@@ -164,8 +167,8 @@ def fit_pod(
         chosen = node
     else:
         chosen = _best_fit(shapes, memory)
-    room = chosen[0] - need.get("requests.cpu", Decimal(0))
-    return FitOutcome(tuple(caps), tuple(warnings), max(room, Decimal(0)))
+    room = chosen[0] - need.get("requests.cpu", _ZERO)
+    return FitOutcome(tuple(caps), tuple(warnings), max(room, _ZERO))
 
 
 def _new_node_text(resource: str, whole: Shape, taken: tuple[Decimal, Decimal, int]) -> str:

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["QuotaOutcome", "charges", "quota_pod"]
 
 _ORDER = ("requests.cpu", "requests.memory", "limits.cpu", "limits.memory")
+_ZERO = Decimal(0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +145,7 @@ def quota_pod(
         if key not in left:
             continue
         allowed, name = left[key]
-        used = now.get(key, Decimal(0))
+        used = now.get(key, _ZERO)
         if used <= allowed:
             bands[key] = Band(low=used)
             continue
@@ -174,7 +175,7 @@ def quota_pod(
                 bands[key] = Band(low=left[key][0], high=left[key][0], name=bands[key].name)
     return QuotaOutcome(
         tuple(caps), tuple(warnings),
-        {key: max(amount - after.get(key, Decimal(0)), Decimal(0)) for key, (amount, _) in left.items()},
+        {key: max(amount - after.get(key, _ZERO), _ZERO) for key, (amount, _) in left.items()},
         RoomReading(tuple(quota.name for quota in counting), bands) if bands else None,
     )
 
@@ -192,4 +193,4 @@ def charges(
     if not counting:
         return {}
     amounts = totals(as_created(pod, injections)) if used is None else used()
-    return {q.name: {key: amounts.get(key, Decimal(0)) for key in q.hard} for q in counting}
+    return {q.name: {key: amounts.get(key, _ZERO) for key in q.hard} for q in counting}
