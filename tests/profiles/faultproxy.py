@@ -2,6 +2,7 @@
 
 `rule(query) -> (status, body) | None` decides per query: None forwards it to Prometheus, anything else
 is answered instead (a 503 from an overloaded query frontend, a 422 from a per-query limit, ...).
+`listing(path)` decides the same for the calls without a query (the series and label values listings).
 `delay` holds every answer that long (a slow server). What it answered is kept for the tests.
 """
 
@@ -32,8 +33,8 @@ def _peak(answer: bytes) -> int:
 
 
 class FaultProxy:
-    def __init__(self, upstream: str, rule: Rule, *, delay: float = 0.0) -> None:
-        self.upstream, self.rule, self.delay = upstream.rstrip("/"), rule, delay
+    def __init__(self, upstream: str, rule: Rule, *, delay: float = 0.0, listing: Rule | None = None) -> None:
+        self.upstream, self.rule, self.delay, self.listing = upstream.rstrip("/"), rule, delay, listing
         self.answered: list[tuple[int, str, int]] = []  # (status, query, Prometheus' peakSamples) per query
         self._lock = threading.Lock()
         self.in_flight = self.most_in_flight = 0  # queries being answered at once (now, at most)
@@ -69,7 +70,8 @@ class FaultProxy:
 
             def _answer(self, query: str, body: bytes) -> tuple[int, bytes]:
                 time.sleep(proxy.delay)
-                refused = proxy.rule(query) if query else None
+                listing = proxy.listing or (lambda _: None)
+                refused = proxy.rule(query) if query else listing(self.path.partition("?")[0])
                 if refused is None:
                     kind = {"Content-Type": self.headers.get("Content-Type", "")}
                     upstream = httpx.request(self.command, proxy.upstream + self.path, content=body,

@@ -159,12 +159,28 @@ class TestShards:
     ) -> None:
         assert fleet_budget(points, ceiling=ceiling) == expected
 
-    @given(st.floats(0, 1e9), st.integers(1, 5_000_000))
-    def test_the_fleet_budget_never_exceeds_the_build_budget_nor_shrinks_as_the_fleet_grows(
-        self, points: float, ceiling: int
+    @pytest.mark.parametrize(
+        ("largest", "expected"),
+        [
+            (1_854 * 2_016 / 60, 233_604),  # the 300 s peer set: 20 namespaces x 3 container names
+            (1_854 * 2_016 / 3, 500_000),  # one namespace: a container name over a sixteenth keeps it whole
+            (1_854 * 2_016 / 10, 373_767),  # ... as one query, not Pod-name classes
+        ],
+    )
+    def test_the_largest_container_is_never_cut_into_pod_name_classes_by_the_fleet_budget(
+        self, largest: float, expected: int
     ) -> None:
-        assert fleet_budget(points, ceiling=ceiling) <= ceiling
-        assert fleet_budget(points, ceiling=ceiling) <= fleet_budget(points * 2, ceiling=ceiling)
+        assert fleet_budget(1_854 * 2_016, ceiling=500_000, largest=largest) == expected
+
+    @given(st.floats(0, 1e9), st.integers(1, 5_000_000), st.floats(0, 1))
+    def test_the_fleet_budget_never_exceeds_the_build_budget_nor_shrinks_as_the_fleet_grows(
+        self, points: float, ceiling: int, share: float
+    ) -> None:
+        largest = points * share
+        budget = fleet_budget(points, ceiling=ceiling, largest=largest)
+        assert budget <= ceiling
+        assert budget >= min(ceiling, largest)
+        assert budget <= fleet_budget(points * 2, ceiling=ceiling, largest=largest * 2)
 
     @given(st.dictionaries(st.sampled_from("abcdefgh"),
                            st.dictionaries(st.sampled_from(["app", "log", "proxy", "db"]),

@@ -7,12 +7,13 @@ from typing import Any
 import pytest
 import scenarios
 from conftest import History
+from faultproxy import FaultProxy, prometheus_error
 from hypothesis import given
 from hypothesis import strategies as st
 
 from webhook.core.workload import WorkloadKey, pod_workload
 from webhook.profiles import queries
-from webhook.profiles.identity import Owners, workload_by_name
+from webhook.profiles.identity import Owners, read_owners, workload_by_name
 from webhook.profiles.prometheus import Prometheus, Sample
 
 SAFE = "bcdfghjklmnpqrstvwxz2456789"
@@ -116,18 +117,39 @@ def test_a_replicaset_without_a_deployment_is_named_as_the_admission_side_names_
     assert owners.workload("shop", "rs-x7k2p") == pod_workload(pod, "shop")
 
 
-def test_the_owner_series_name_the_same_owners_as_their_samples_over_the_window(history: History) -> None:
+@pytest.mark.parametrize("days", [14, 3], ids=["whole-history", "later-days-only"])
+def test_the_owner_series_name_the_same_owners_as_their_samples_over_the_window(
+    history: History, days: int
+) -> None:
     """The owners are read from `/api/v1/series` (an index lookup) rather than as `max_over_time` of
-    every owner sample over the window: the same Pods and ReplicaSets, the same owners."""
+    every owner sample over the window: the same Pods and ReplicaSets, the same owners, over the
+    whole history and over its last days (the ReplicaSets rolled out before them left out by both)."""
     prom = Prometheus(history.prometheus.url)
-    span = 14 * 86_400
+    span = days * 86_400
     try:
-        listed = Owners.from_labels(prom.series(queries.owner_series(()), start=scenarios.END - span,
-                                                end=scenarios.END))
-        sampled = " or ".join(f"max_over_time({found}[{span}s])" for found in queries.owner_series(()))
-        evaluated = Owners.from_samples(prom.instant(sampled, at=scenarios.END))
+        listed = read_owners(prom, (), start=scenarios.END - span, end=scenarios.END)
+        evaluated = Owners.from_samples(prom.instant(queries.owners_query((), span=span), at=scenarios.END))
+        whole = read_owners(prom, (), start=scenarios.START, end=scenarios.END)
     finally:
         prom.close()
     assert listed.pods
-    assert listed.replicasets
+    assert whole.replicasets
     assert (listed.pods, listed.replicasets) == (evaluated.pods, evaluated.replicasets)
+    assert (len(listed.pods) < len(whole.pods)) == (days < 14)
+
+
+def test_a_backend_that_refuses_the_series_listing_is_asked_the_owners_as_a_query(history: History) -> None:
+    """VictoriaMetrics lists at most `-search.maxSeries` series (30,000 by default) and refuses more;
+    the build then reads the owners as the instant query it asked before the listing."""
+    refusal = prometheus_error("unprocessable", "the number of matching timeseries exceeds 30000")
+    with FaultProxy(history.prometheus.url, lambda _: None, listing=lambda _: (422, refusal)) as proxy:
+        limited, direct = Prometheus(proxy.url), Prometheus(history.prometheus.url)
+        try:
+            fallen_back = read_owners(limited, ("shop",), start=scenarios.START, end=scenarios.END)
+            listed = read_owners(direct, ("shop",), start=scenarios.START, end=scenarios.END)
+        finally:
+            limited.close()
+            direct.close()
+    assert [status for status, *_ in proxy.answered] == [422, 200]
+    assert fallen_back.pods
+    assert (fallen_back.pods, fallen_back.replicasets) == (listed.pods, listed.replicasets)

@@ -27,7 +27,7 @@ from webhook.profiles.connection import PrometheusConnection
 from webhook.profiles.cpustat import exact_cpu
 from webhook.profiles.followups import fetch_short_series, seen_without_start
 from webhook.profiles.followups import startups as read_startups
-from webhook.profiles.identity import Owners
+from webhook.profiles.identity import read_owners
 from webhook.profiles.passes import Meter, Passes
 from webhook.profiles.prometheus import Prometheus, PrometheusError, Sample
 from webhook.profiles.resolution import AUTO, Resolution, choose, points
@@ -307,7 +307,7 @@ def _build(
     notes: list[str] = []
     with ThreadPoolExecutor(max_workers=max(4, settings.concurrency)) as pool:
         # The small queries go first, then the two big passes, then what the passes point to.
-        owners_f = pool.submit(prom.series, queries.owner_series(ns), start=end - window, end=end)
+        owners_f = pool.submit(read_owners, prom, ns, start=end - window, end=end)
         oom_f = pool.submit(prom.instant, queries.oom_kills(ns, span=window), at=end)
         requests_f = pool.submit(prom.instant, queries.requests_query(ns, span=window), at=end)
         hpas_f = pool.submit(prom.instant, queries.hpa_targets(ns, span=window), at=end)
@@ -326,7 +326,10 @@ def _build(
         # The heavy queries (the passes, the start-ups, the top fetch) of a small fleet hold a share
         # of its points (`shards.fleet_budget`); the summaries and the totals keep the whole budget.
         fleet = points(_total(scrape.live), span=window, step=step, interval=scrape.interval())
-        heavy = dataclasses.replace(settings, max_samples=fleet_budget(fleet, ceiling=settings.max_samples))
+        largest = points(max((n for found in scrape.live.values() for n in found.values()), default=0.0),
+                         span=window, step=step, interval=scrape.interval())
+        budget = fleet_budget(fleet, ceiling=settings.max_samples, largest=largest)
+        heavy = dataclasses.replace(settings, max_samples=budget)
         if working is not None:
             working.resolve(f"{settings.step}/{settings.rate_window}")
         totals_f = pool.submit(fetch_totals, prom, namespaces=ns, window=window, step=step,
@@ -346,7 +349,7 @@ def _build(
         )
         if working is not None:
             working.prune(before=end - window)
-        owners = Owners.from_labels(owners_f.result())
+        owners = owners_f.result()
         progress(f"  owners: {len(owners.pods)} pods known to kube-state-metrics")
         seen = seen_without_start(prom, settings, found, end=end)
         intervals = {namespace: found for namespace, found in scrape.intervals().items() if found > 0}

@@ -101,8 +101,11 @@ class Prometheus:
         where = f"{self.url}{endpoint}"
         if self.selector and isinstance(query := params.get("query"), str):
             params = {**params, "query": scoped(query, self.selector)}
-        if listing:  # the label values and series endpoints: GET (the label values answer only that)
+        series = endpoint == "/api/v1/series"
+        if listing and not series:  # the label values endpoint: GET (it answers only that)
             request = functools.partial(self.client.get, where, params=params)
+        elif series:  # POST: a selector per kind, each naming the scope's namespaces, fits no URL limit
+            request = functools.partial(self.client.post, where, data=params)
         else:
             request = functools.partial(self.client.post, where, data={**params, "stats": "all"})
         try:
@@ -136,11 +139,13 @@ class Prometheus:
                 raise OverloadedError(text)
             raise PrometheusError(text)
         data = body.get("data")
+        if series or not listing:
+            # The label values' warnings (a remote-read backend that cannot list labels) leave no answer
+            # partial; the series' (a store that did not answer) leave the owners partial, as a query's.
+            with self._lock:
+                self.warnings += [f"{endpoint}: {warning}" for warning in body.get("warnings") or ()]
         if listing and isinstance(data, list):
-            # A listing's warnings (a remote-read backend that cannot list labels) leave no answer partial.
             return data
-        with self._lock:
-            self.warnings += [f"{endpoint}: {warning}" for warning in body.get("warnings") or ()]
         if not isinstance(data, dict) or "result" not in data:
             raise PrometheusError(f"Prometheus at {self.url}: answer without data.result")
         self._count(data.get("stats"))

@@ -25,6 +25,7 @@ __all__ = [
     "memory_stats",
     "namespaces_query",
     "owner_series",
+    "owners_query",
     "requests_query",
     "safe_rate_window",
     "selector",
@@ -307,6 +308,13 @@ def owner_series(namespaces: Sequence[str]) -> list[str]:
     return [selector("kube_pod_owner", namespaces, containers=False, owner_is_controller="true"),
             selector("kube_replicaset_owner", namespaces, containers=False),
             selector("kube_job_owner", namespaces, containers=False)]
+
+
+def owners_query(namespaces: Sequence[str], *, span: int) -> str:
+    """The same owners as one instant query (every sample over the window decoded): for a backend
+    whose `/api/v1/series` refuses the listing (VictoriaMetrics' `-search.maxSeries`)."""
+    window = promql_duration(span)
+    return _union(f"max_over_time({series}[{window}])" for series in owner_series(namespaces))
 
 
 HPA_INFO_METRIC = "kube_horizontalpodautoscaler_info"  # kube-state-metrics 2.x: the HPA's scale target

@@ -133,12 +133,14 @@ _PIECES = 16
 _FLOOR = 200_000
 
 
-def fleet_budget(points: float, *, ceiling: int) -> int:
+def fleet_budget(points: float, *, ceiling: int, largest: float = 0.0) -> int:
     """Points one heavy query of a build may hold: `ceiling` (`--prometheus-max-samples`), or a
     sixteenth of a small fleet's `points` (its live series over the window, `resolution.points`), at
-    least `_FLOOR`. Few queries either way, as the fleet is small; the heap Prometheus grows by
-    follows the fleet rather than the budget."""
-    return min(ceiling, max(_FLOOR, math.ceil(points / _PIECES)))
+    least `_FLOOR` and at least the `largest` container's points (all its Pods'): a container over the
+    budget on its own is cut into Pod-name classes, a regular expression over every Pod name, which
+    is what doubled the passes' CPU when the budget was halved. Few queries either way, as the fleet
+    is small; the heap Prometheus grows by follows the fleet rather than the budget."""
+    return min(ceiling, max(_FLOOR, math.ceil(points / _PIECES), math.ceil(largest)))
 
 
 def plan(
