@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
+from webhook.core.copies import copied
 from webhook.core.quota import RoomReading
 
 if TYPE_CHECKING:
@@ -108,14 +109,6 @@ class Decision:
         return bool(self.ops)
 
     def amended(self, *, warnings: tuple[str, ...], resume: Resumable | None) -> Decision:
-        """This decision with `warnings` and `resume`: `dataclasses.replace` in less than half the time
-        (every field copied as it is), for the engine's last touch of a decision in a quota namespace."""
-        new = object.__new__(Decision)
-        for name in _DECISION_FIELDS:
-            object.__setattr__(new, name, getattr(self, name))
-        object.__setattr__(new, "warnings", warnings)
-        object.__setattr__(new, "resume", resume)
-        return new
-
-
-_DECISION_FIELDS = tuple(item.name for item in fields(Decision))
+        """This decision with `warnings` and `resume` (`copies.copied`: the engine's last touch of a
+        decision in a quota namespace)."""
+        return copied(self, warnings=warnings, resume=resume)

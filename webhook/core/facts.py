@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
 from webhook.core.autoscalers import Autoscalers, NamespaceAutoscalers, around
+from webhook.core.copies import copied
 from webhook.core.nodefit import NodeIndex
 from webhook.core.quantity import QuantityError, parse
 from webhook.core.quota import Quota
@@ -49,22 +50,14 @@ class ClusterFacts:
         return around(self.autoscalers, pod, workload)
 
     def with_pending(self, pending: Mapping[str, Mapping[str, Decimal]]) -> ClusterFacts:
-        """These facts with `pending` charges: `dataclasses.replace` in less than half the time (every
-        field copied as it is), once a decision in a quota namespace."""
-        new = object.__new__(ClusterFacts)
-        for name in _FACTS_FIELDS:
-            object.__setattr__(new, name, getattr(self, name))
-        object.__setattr__(new, "pending", pending)
-        return new
+        """These facts with `pending` charges (`copies.copied`: once a decision in a quota namespace)."""
+        return copied(self, pending=pending)
 
     def supports_native_sleep(self) -> bool | None:
         """`lifecycle.preStop.sleep` is on by default from 1.30; None when the version is unknown."""
         if self.server_version is None:
             return None
         return self.server_version >= (1, 30)
-
-
-_FACTS_FIELDS = tuple(item.name for item in fields(ClusterFacts))
 
 
 def _quantities(raw: object) -> dict[str, Decimal]:
