@@ -112,10 +112,11 @@ class TestSourcesAndTheVerdictCache:
         assert ("requests.memory", "profile", 1) in counts
         assert ("requests.cpu", "policy", 1) in counts  # the sidecar, without a profile
 
-    def test_cache_hits_and_misses_are_exported(self) -> None:
+    def test_cache_hits_misses_and_hits_decided_again_for_their_quota_are_exported(self) -> None:
         app = create_app(Settings(), State())
         cache: VerdictCache = app.state.verdict_cache
-        cache.hits, cache.misses = 7, 3
+        cache.hits, cache.misses, cache.resumed = 7, 3, 2
         found = samples(app.state.metrics)
         assert found[("pod_tailor_verdict_cache_lookups_total", (("result", "hit"),))] == 7.0
         assert found[("pod_tailor_verdict_cache_lookups_total", (("result", "miss"),))] == 3.0
+        assert found[("pod_tailor_verdict_cache_resumed_total", ())] == 2.0

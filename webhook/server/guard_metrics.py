@@ -60,6 +60,10 @@ class ServerCollector(Collector):
         lookups.add_metric(["miss"], self.cache.misses)
         lookups.add_metric(["oversized"], self.cache.oversized)
         yield lookups
+        yield CounterMetricFamily(
+            "pod_tailor_verdict_cache_resumed",
+            "Cache hits decided again from their quota step: the room the namespace's quotas leave moved"
+            " out of the verdict's bands since it was decided.", value=self.cache.resumed)
         up = GaugeMetricFamily("pod_tailor_refresher_up",
                                "1 if the last refresh worked; 0: the last good snapshot is served.",
                                labels=["refresher"])
