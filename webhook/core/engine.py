@@ -59,11 +59,6 @@ STEPS: tuple[Step, ...] = (
 _RESUME_AT = STEPS.index(quota.STEP)  # the first step that reads the room the quotas leave (`facts.pending`)
 
 
-def _reads_room(ctx: Context) -> bool:
-    """Whether the quota step will read the room (`quota.STEP`'s and `quota_pod`'s conditions)."""
-    return "resources" in ctx.features and bool(ctx.facts.quotas) and ctx.policy.quota.respect
-
-
 @dataclass(frozen=True, slots=True, eq=False)
 class Resume:
     """A decision kept as it stood before its quota step, for the replicas of a burst.
@@ -131,7 +126,7 @@ def _run_steps(ctx: Context, *, start: int, label: str, keep: bool) -> tuple[Dec
     """The steps from `STEPS[start]` on, then the decision; see `_tailor_checked` for `keep`."""
     kept = None
     for index in range(start, len(STEPS)):
-        if keep and index == _RESUME_AT and _reads_room(ctx):
+        if keep and index == _RESUME_AT and quota.reads_room(ctx):
             kept = ctx.resumed(ctx.facts)
         STEPS[index].run(ctx)
         if ctx.skipped is not None:
