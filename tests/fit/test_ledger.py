@@ -21,9 +21,16 @@ HARD = (("compute", {"requests.cpu": "8", "requests.memory": "16Gi"}),
         ("limits", {"limits.memory": "32Gi", "requests.cpu": "6"}))  # fmt: skip
 
 
-def quotas(version: int, *, two: bool) -> tuple[Quota, ...]:
+# As small in every key as the bands and charges below, so that any of them can be reached.
+SMALL = (("compute", {"requests.cpu": "8", "requests.memory": "16"}),
+         ("limits", {"limits.memory": "32", "requests.cpu": "6"}))  # fmt: skip
+
+
+def quotas(
+    version: int, *, two: bool, hards: tuple[tuple[str, dict[str, str]], ...] = HARD
+) -> tuple[Quota, ...]:
     made = []
-    for name, hard in HARD[: 2 if two else 1]:
+    for name, hard in hards[: 2 if two else 1]:
         body = quota(name, hard=hard, used=dict.fromkeys(hard, "1"))
         body["metadata"]["resourceVersion"] = str(version)
         made.append(parse_quota(body))
@@ -155,3 +162,91 @@ class TestWhatEachQuotaHasLeft:
         assert ledger.left("shop", newer)["compute"]["requests.cpu"] == 5
         clock[0] += 121.0
         assert ledger.left("shop", newer)["compute"]["requests.cpu"] == 7  # the ttl passed
+
+
+amount = st.tuples(st.integers(0, 3), st.sampled_from([1, 2, 4])).map(lambda q: Decimal(q[0]) / q[1])
+band = st.tuples(
+    st.one_of(st.none(), st.integers(-2, 9).map(Decimal)),  # low
+    st.one_of(st.none(), st.integers(0, 9).map(Decimal)),  # high
+    st.one_of(st.none(), st.integers(0, 1)),  # the tightest quota it named: of those counted, by index
+)
+# Any cached verdict: the quotas that counted it (the first or all), what it charges each, and its
+# reading (None: one that read no room), a band per key with lower, upper and named bounds.
+any_verdict = st.tuples(
+    st.booleans(),
+    st.fixed_dictionaries({}, optional=dict.fromkeys(KEYS, amount)),
+    st.one_of(st.none(), st.fixed_dictionaries(dict.fromkeys(KEYS, band))),
+)
+moves = st.lists(
+    st.one_of(
+        st.tuples(st.just("decided"), st.integers(0, 2)),
+        st.tuples(st.just("replica"), st.integers(0, 2), st.booleans()),  # True: a dry run
+        *[st.tuples(st.just("replica"), st.integers(0, 2), st.just(False))] * 3,  # interleaved
+        *[st.tuples(st.just("replica"), st.just(0), st.just(False))] * 4,  # in a row
+        st.tuples(st.just("wait"), st.sampled_from([0.5, 3.0, 6.0, 50.0, 130.0])),
+        st.tuples(st.just("status"), st.lists(any_verdict, min_size=3, max_size=3)),
+        st.tuples(st.just("read")),
+    ),
+    min_size=40,
+    max_size=100,
+)
+
+
+def any_made(seen: tuple[Quota, ...], spec: Any) -> tuple[RoomReading | None, dict[str, dict[str, Decimal]]]:
+    """The objects a cached verdict drawn by `any_verdict` hands the ledger for each replica."""
+    first_only, amounts, bands = spec
+    counted = tuple(q.name for q in seen[: 1 if first_only else None])
+    charges = dict.fromkeys(counted, amounts)
+    if bands is None:
+        return None, charges
+    keys = {key for q in seen if q.name in counted for key in q.hard}
+    made_bands = {key: Band(low, high, None if named is None else counted[named % len(counted)])
+                  for key, (low, high, named) in bands.items() if key in keys}  # fmt: skip
+    return RoomReading(counted, made_bands), charges
+
+
+def charged(pending: dict[str, dict[str, Decimal]]) -> dict[str, dict[str, Decimal]]:
+    """What `pending` charges, without the zeros (a key charged nothing is as good as absent)."""
+    found = {name: {key: amount for key, amount in amounts.items() if amount}
+             for name, amounts in pending.items()}  # fmt: skip
+    return {name: amounts for name, amounts in found.items() if amounts}
+
+
+class TestACachedReplicaIsReusedExactlyWhenDecidingAgainWouldAgree:
+    @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(moves, st.booleans(), st.lists(any_verdict, min_size=3, max_size=3), st.integers(2, 8))
+    def test_whatever_the_bands_quotas_dry_runs_clock_and_bound_it_agrees_with_the_long_way(
+        self, plan: list[Any], two: bool, pool: list[Any], bound: int
+    ) -> None:
+        """Every replica accepted exactly when its reading holds for what a twin ledger's pending
+        charges leave (upper and named bands, one or two quotas, dry runs, expiry, new statuses, a small
+        bound), and what is left and pending always the twin's."""
+        clock = [0.0]
+        ledger, twin = (QuotaLedger(clock=lambda: clock[0], max_entries=bound) for _ in range(2))
+        version, seen = 1, quotas(1, two=two, hards=SMALL)
+        verdicts = [any_made(seen, spec) for spec in pool]
+        for step in plan:
+            if step[0] == "decided":
+                read, charges = verdicts[step[1]]
+                ledger.record("shop", charges, reading=read)
+                twin.record("shop", charges)
+            elif step[0] == "replica":
+                read, charges = verdicts[step[1]]
+                # The twin asked as the ledger is (both see the status at the same time).
+                dry, long_way = step[2], leftover(seen, twin.pending("shop", seen))
+                accepted = read is None or read.within(long_way)
+                assert ledger.reuse("shop", seen, read, None if dry else charges) is accepted
+                if accepted and not dry and charges:
+                    twin.record("shop", charges)
+            elif step[0] == "wait":
+                clock[0] += step[1]
+            elif step[0] == "status":
+                version += 1
+                seen = quotas(version, two=two, hards=SMALL)
+                verdicts = [any_made(seen, spec) for spec in step[1]]
+            else:
+                assert ledger.left("shop", seen) == leftover(seen, twin.pending("shop", seen))
+                assert charged(ledger.pending("shop", seen)) == charged(twin.pending("shop", seen))
+        assert ledger.left("shop", seen) == leftover(seen, twin.pending("shop", seen))
+        assert charged(ledger.pending("shop", seen)) == charged(twin.pending("shop", seen))
+        assert len(ledger) == len(twin)
