@@ -5,7 +5,9 @@ One real Prometheus whose `--query.max-samples` is set low, holding namespaces s
 VictoriaMetrics keep older data) while its last day is at 1 minute. Each build must stay under its
 budget without a refusal, read at a step no finer than the data (`profiles.resolution`), and store the
 exact percentile of the points at that step, computed here from raw `query_range` answers. By
-default the step is the rate window (tiles), at least a minute; an explicit one wins.
+default the step is the rate window (tiles), at least a minute; an explicit one wins. Start-ups are
+read through the default 5-minute start-up window at every interval, 5 minutes too (a rate needs two
+samples: its first point comes after that window), and one the window cannot show is said.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from decimal import Decimal
 
 import httpx
 import pytest
@@ -44,12 +47,22 @@ def _usage(seed: int):  # type: ignore[no-untyped-def]
     return shape
 
 
-def _namespace(namespace: str, *, start: int, end: int) -> list[Workload]:
+BOOT_SPIKE = 600  # `boot` burns 2 cores for its first 10 minutes (JIT, caches), 0.3 after
+BOOT_START = END - DAY - 100  # off every scrape grid: its first rate point comes 700 s after at 5-minute data
+
+
+def _boot(k: int, t: int, age: int) -> tuple[float, float]:
+    return (2.0 if age <= BOOT_SPIKE else 0.3 + 0.05 * noise(3, k)), 150 * MIB
+
+
+def _namespace(namespace: str, *, start: int, end: int, boot: bool = False) -> list[Workload]:
+    booting = [Workload(namespace, "Deployment", "boot", {"app": _boot},
+                        [Pod("boot-5f6c7d8b9-dx4km", BOOT_START, end)])] if boot else []
     return [
         Workload(namespace, "Deployment", f"web{w}", {"app": _usage(7 * w + 1)},
                  [Pod(f"web{w}-7d4b9c8f6-{suffix}", start, end) for suffix in ("bx2kd", "cx2kf")])
         for w in range(2)
-    ]
+    ] + booting
 
 
 # namespace -> (scrape interval s, the step and rate window the build must read at by default: windows
@@ -69,25 +82,28 @@ class Scraped:
 def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scraped]:
     root = tmp_path_factory.mktemp("resolution")
     start = END - 2 * DAY
-    parts = [(namespace, interval, start, END) for namespace, (interval, _, _) in SCRAPED.items()]
+    parts = [(namespace, interval, start, END, True) for namespace, (interval, _, _) in SCRAPED.items()]
     # Downsampled: the first day every 5 minutes (a long-term store's older data), the last every minute.
-    parts += [("downsampled", 300, start, END - DAY), ("downsampled", 60, END - DAY, END)]
-    for index, (namespace, interval, lo, hi) in enumerate(parts):
+    parts += [("downsampled", 300, start, END - DAY, False), ("downsampled", 60, END - DAY, END, False)]
+    for index, (namespace, interval, lo, hi, boot) in enumerate(parts):
         source = root / f"{index}.om"
         with source.open("w") as out:
-            write_openmetrics(_namespace(namespace, start=lo, end=hi), out, step=interval)
+            write_openmetrics(_namespace(namespace, start=lo, end=hi, boot=boot), out, step=interval)
         backfill(source, root / "data")
         source.unlink()
     with PromServer(root / "data", max_samples=QUERY_MAX_SAMPLES) as server:
         yield Scraped(server)
 
 
-def _build(scraped: Scraped, namespace: str, *, step: str = "auto", **overrides: object) -> BuildResult:
+def _build(
+    scraped: Scraped, namespace: str, *, step: str = "auto", startup_window: int = 300, **overrides: object
+) -> BuildResult:
     prom = Prometheus(scraped.server.url)
     try:
         settings = test_settings(namespaces=(namespace,), window="2d", step=step, rate_window="auto",
                                  coverage_step="1h", max_samples=BUDGET,
-                                 strategy=StrategySettings(min_hours=6, startup_window_seconds=600),
+                                 strategy=StrategySettings(min_hours=6,
+                                                           startup_window_seconds=startup_window),
                                  **overrides)
         return build_profiles(prom, settings, end=END)
     finally:
@@ -136,6 +152,54 @@ def test_a_step_finer_than_the_data_is_raised_and_said(scraped: Scraped) -> None
 
 def test_the_default_step_raises_nothing(scraped: Scraped) -> None:
     assert not _build(scraped, "every300s").notes
+
+
+def _startup(result: BuildResult, namespace: str) -> Decimal | None:
+    profile = result.document.workloads[WorkloadKey(namespace, "Deployment", "boot")].containers["app"]
+    assert isinstance(profile, Recommendation)
+    return profile.startup_cpu
+
+
+@pytest.mark.parametrize("namespace", list(SCRAPED))
+def test_a_start_up_is_read_through_the_default_window_at_every_scrape_interval(
+    scraped: Scraped, namespace: str
+) -> None:
+    # At 5-minute scrapes the first rate (two samples) comes 700 s after the start: the point whose
+    # rate window reaches into the 5-minute start-up window is the start-up's (none lies inside it).
+    result = _build(scraped, namespace)
+    assert _startup(result, namespace) == Decimal(2)
+    assert not result.notes
+
+
+def test_a_start_up_window_the_data_cannot_show_is_said_not_a_silent_none(scraped: Scraped) -> None:
+    # A 1-minute start-up window at 5-minute scrapes: `boot`'s first rate point comes after it, the
+    # web Pods' (samples 150 s after the start, on the build's grid) do not.
+    result = _build(scraped, "every300s", startup_window=60)
+    assert _startup(result, "every300s") is None
+    assert [note for note in result.notes if "start-up window" in note] == [
+        "the start-up window (60s) can end before a container's first CPU rate at data every 300s "
+        "(two samples): start-ups are read only where the first samples came early; "
+        "--startup-window 300 or longer reads every start"
+    ]
+
+
+@given(interval=st.sampled_from([15.0, 30.0, 3600 / 61, 120.0, 300.0, 600.0, 3600.0]),
+       window=st.integers(1, 3600), first=st.floats(0, 1, exclude_max=True),
+       grid=st.floats(0, 1, exclude_max=True))
+def test_a_window_said_to_show_every_start_up_holds_its_first_rate_point(
+    interval: float, window: int, first: float, grid: float
+) -> None:
+    # A start at 0, scraped from `first` of an interval on; the start-up grid at any offset. The first
+    # point with two samples in its rate window is the start-up's (read) whenever no note says otherwise.
+    chosen = choose(step="auto", rate_window="auto", interval=interval, recorded=False)
+    data, step = nice_interval(interval), chosen.startup_step
+    samples = [first * data + k * data for k in range(8)]
+    points = (grid * step + k * step for k in range(10 * data // step + 10))
+    earliest = next(t for t in points if sum(t - chosen.rate_window < s <= t for s in samples) >= 2)
+    if chosen.startup_unseen(window) is None:
+        assert earliest < chosen.startup_reach(window)
+    else:
+        assert chosen.startup_unseen(2 * data + step - chosen.rate_window) is None
 
 
 MINUTE_SCRAPES = 3600 / 61  # 61 samples in an inclusive hour: 1-minute scrapes

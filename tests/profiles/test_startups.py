@@ -50,7 +50,7 @@ class TestStartUpReads:
 
 class TestStartUpPoints:
     """A start's points are cut from its group's range answer as Prometheus wrote it (no tuple per point):
-    exactly the points 0 <= t - start <= window, as seconds since the start and cores (0 for a reset)."""
+    exactly the points 0 <= t - start < reach, as seconds since the start and cores (0 for a reset)."""
 
     @given(
         st.lists(st.tuples(st.integers(0, 60), st.floats(-2, 8, allow_nan=False)), max_size=40,
@@ -66,7 +66,7 @@ class TestStartUpPoints:
         points: list[Any] = [[origin + tick * step, repr(value)] for tick, value in ticks]
         start = origin + at * step
         expected = [(float(t) - start, max(float(v), 0.0))
-                    for t, v in points if 0 <= float(t) - start <= limit * step]
+                    for t, v in points if 0 <= float(t) - start < limit * step]
         assert _run(points, start, limit * step) == expected
 
     @given(st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(0, 3)), max_size=12))

@@ -25,7 +25,7 @@ from webhook.profiles import queries
 from webhook.profiles.checkpoint import Checkpoint, checkpoint_key
 from webhook.profiles.connection import PrometheusConnection
 from webhook.profiles.cpustat import exact_cpu
-from webhook.profiles.followups import fetch_short_series, seen_without_start
+from webhook.profiles.followups import StartupReads, fetch_short_series, seen_without_start
 from webhook.profiles.followups import startups as read_startups
 from webhook.profiles.identity import read_owners
 from webhook.profiles.passes import Meter, Passes
@@ -151,7 +151,7 @@ class BuildResult:
     warnings: tuple[str, ...]
     series: int
     reused_slices: int = 0  # slices taken from the checkpoint instead of Prometheus
-    notes: tuple[str, ...] = ()  # settings the build had to change (shown even with -q)
+    notes: tuple[str, ...] = ()  # settings the build had to change, what it cannot read (shown with -q)
     # Namespaces the big passes could not read entirely, with why: the document has none of their
     # workloads (the caller keeps the previous ones), never a "no data" for them.
     unread: tuple[tuple[str, str], ...] = ()
@@ -339,12 +339,13 @@ def _build(
                                scope=_scope(hpas_f), checkpoint=working)
         passes = _planned_passes(prom, heavy, scrape=scrape, end=end, progress=progress,
                                  checkpoint=working, meter=meter)
-        reading: list[Future[dict[SeriesId, list[list[tuple[float, float]]]]]] = []
+        reading: list[Future[StartupReads]] = []
+        startup_window = settings.strategy.startup_window_seconds
         found = passes.read(
             recent=end - lookback,
             on_recent=lambda recent: reading.append(
                 pool.submit(read_startups, prom, heavy, recent, since=end - lookback, end=end,
-                            step=resolution.startup_step)
+                            reach=resolution.startup_reach(startup_window), step=resolution.startup_step)
             ),
         )
         if working is not None:
@@ -372,8 +373,14 @@ def _build(
         # Asked as soon as the newest slices were in (while older ones were read): `passes` always
         # calls back, the oldest slice starting at the window's start, no later than the look-back.
         (startups_f,) = reading
-        startups = startups_f.result()
-    progress(f"  start-up: {sum(len(v) for v in startups.values())} container starts seen")
+        startups, started_recently = startups_f.result()
+    read = sum(len(v) for v in startups.values())
+    progress(f"  start-up: {read} of {started_recently} container starts in the last "
+             f"{queries.promql_duration(int(lookback))} read")
+    unseen = resolution.startup_unseen(startup_window)
+    if unseen is not None and read < started_recently:  # said, not a silent 0 (or a silent few)
+        notes.append(unseen)
+        progress(f"  warning: {unseen}")
 
     histories: dict[tuple[WorkloadKey, str], list[SeriesId]] = defaultdict(list)
     for sid in stats:

@@ -11,7 +11,7 @@ from bisect import bisect_left, bisect_right
 from collections import defaultdict, deque
 from concurrent.futures import Executor, Future
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from webhook.profiles import queries
 from webhook.profiles.cpustat import batch_budget
@@ -22,7 +22,7 @@ from webhook.profiles.strategy import SeriesStats
 if TYPE_CHECKING:
     from webhook.profiles.build import BuildSettings
 
-__all__ = ["fetch_short_series", "seen_without_start", "startup_groups", "startups"]
+__all__ = ["StartupReads", "fetch_short_series", "seen_without_start", "startup_groups", "startups"]
 
 
 def seen_without_start(
@@ -151,31 +151,39 @@ _TIME = itemgetter(0)
 
 
 def _run(points: list[Any], at: float, limit: float) -> list[tuple[float, float]]:
-    """The points `0 <= t - at <= limit` seconds after `at`, as (seconds since, cores). Found by
+    """The points `0 <= t - at < limit` seconds after `at`, as (seconds since, cores). Found by
     bisection with a second's margin each side, then tested as each point always was."""
     lo = bisect_left(points, at - 1, key=_TIME)
     hi = bisect_right(points, at + limit + 1, lo=lo, key=_TIME)
     run = []
     for t, v in points[lo:hi]:
         since = float(t) - at
-        if 0 <= since <= limit:
+        if 0 <= since < limit:
             run.append((since, max(float(v), 0.0)))
     return run
 
 
+class StartupReads(NamedTuple):
+    """The start-up runs read per series, and how many starts the look-back held (read or not)."""
+
+    runs: dict[SeriesId, list[list[tuple[float, float]]]]
+    starts: int
+
+
 def startups(
     prom: Prometheus, settings: BuildSettings, found: SliceRecords, *, since: float, end: float,
-    step: int | None = None,
-) -> dict[SeriesId, list[list[tuple[float, float]]]]:
+    reach: int, step: int | None = None,
+) -> StartupReads:
     """Start-up CPU points (seconds since the start, cores) of the containers that started since `since`.
 
     Their start times are already known from the memory pass (each slice's first start and the
     latest, so a restart in place is seen too), so only their first minutes are read: one range
-    query per group of starts close in time, never a pass over every series. `step`: the build's
-    start-up step (`Resolution.startup_step`, finer than its usage step), else the usage step.
+    query per group of starts close in time, never a pass over every series. The points read are
+    those less than `reach` seconds after a start (`Resolution.startup_reach`: the start-up window
+    and the rate window reaching into it). `step`: the build's start-up step
+    (`Resolution.startup_step`, finer than its usage step), else the usage step.
     """
     step = step or queries.duration(settings.step)
-    limit = settings.strategy.startup_window_seconds
     starts = sorted({
         (record.series, at)
         for record in found
@@ -185,7 +193,7 @@ def startups(
     out: dict[SeriesId, list[list[tuple[float, float]]]] = defaultdict(list)
     # A range answer comes back whole (every point of the group's span, most of them before or after
     # the minutes read): planned as a top-fetch batch is, not as a reduced pass (`batch_budget`).
-    for group in startup_groups(starts, window=limit, step=step, budget=batch_budget(settings), pods=500):
+    for group in startup_groups(starts, window=reach, step=step, budget=batch_budget(settings), pods=500):
         first, last = group[0][1], group[-1][1]
         lo = end - (end - first) // step * step  # on the grid of the window's end, as the passes are
         query = queries.cpu_values(
@@ -197,11 +205,11 @@ def startups(
         wanted: dict[SeriesId | None, list[float]] = defaultdict(list)
         for member, at in group:
             wanted[member].append(at)
-        answer = prom.range_points(query, start=lo, end=min(end, last + limit), step=step)
+        answer = prom.range_points(query, start=lo, end=min(end, last + reach), step=step)
         for labels, points in joined(answer):
             sid = series_id(labels)
             for at in wanted.get(sid, ()):
-                run = _run(points, at, limit)
+                run = _run(points, at, reach)
                 if run and sid is not None:
                     out[sid].append(run)
-    return out
+    return StartupReads(out, len(starts))

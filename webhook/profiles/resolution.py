@@ -49,6 +49,27 @@ class Resolution:
     # it); only a few minutes per start are read, so the finer step costs little.
     startup_step: int = FLOOR
 
+    def startup_reach(self, window: int) -> int:
+        """Seconds after a container start whose points are its start-up's. A point stands for the
+        rate window before it, so it is the start-up's while that window reaches into the first
+        `window` seconds: read no further than `window`, 5-minute data (samples 5 minutes apart, a
+        rate needs two) has no point in a 5-minute start-up window at all."""
+        return window + self.rate_window
+
+    def startup_unseen(self, window: int) -> str | None:
+        """Why a start-up window of `window` s can end before a start's first point, else None: the
+        first sample comes up to an interval after the start, the first rate an interval later, on
+        the start-up grid up to a step after that (points before `startup_reach` are read)."""
+        if self.interval <= 0:
+            return None
+        data = nice_interval(self.interval)
+        latest = 2 * data + self.startup_step  # a start's first point comes before this
+        if latest <= self.startup_reach(window):
+            return None
+        return (f"the start-up window ({window}s) can end before a container's first CPU rate at data "
+                f"every {data}s (two samples): start-ups are read only where the first samples came "
+                f"early; --startup-window {latest - self.rate_window} or longer reads every start")
+
     def describe(self) -> str:
         return (f"step {queries.promql_duration(self.step)}, rate window "
                 f"{queries.promql_duration(self.rate_window)} over data every {self.interval:g}s")
