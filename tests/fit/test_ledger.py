@@ -254,26 +254,29 @@ class TestACachedReplicaIsReusedExactlyWhenDecidingAgainWouldAgree:
         assert charged(ledger.pending("shop", seen)) == charged(twin.pending("shop", seen))
         assert len(ledger) == len(twin)
 
-    # Lower-band verdicts' replicas go unchecked while few enough are charged: every sequence here
-    # crosses a band exactly where the long way does.
+    # Verdicts' replicas go unchecked while few enough are charged and no charge is given back: every
+    # sequence here crosses a band exactly where the long way does.
     @pytest.mark.parametrize(
-        ("sequence", "expected"),
+        ("sequence", "bound", "expected"),
         [
-            ("AAAAAAAA", "YYYYYYYN"),  # 7 cpu left, 0.5 each, from 4 up: the 8th would see 3.5
-            ("ABA", "YYN"),  # a larger charge than any before: 7 - 0.5 - 3 = 3.5 under 4
-            ("AC" * 4, "YYYYYYNY"),  # interleaved with another lower band (from 1 up, 1 each)
-            ("CCCCCCCA", "YYYYYYYN"),  # the charges of another verdict count as much
+            ("AAAAAAAA", 100, "YYYYYYYN"),  # 7 cpu left, 0.5 each, from 4 up: the 8th would see 3.5
+            ("ABA", 100, "YYN"),  # a larger charge than any before: 7 - 0.5 - 3 = 3.5 under 4
+            ("AC" * 4, 100, "YYYYYYNY"),  # interleaved with another lower band (from 1 up, 1 each)
+            ("CCCCCCCA", 100, "YYYYYYYN"),  # the charges of another verdict count as much
+            ("BDDD", 100, "YYYY"),  # up to 4: the room only shrinks (4, 3.5, 3, 2.5)
+            ("BDDD", 2, "YYYN"),  # past the bound B's 3 come back: 6 over 4
         ],
     )
-    def test_replicas_of_lower_bands_are_refused_where_the_room_crosses_a_band(
-        self, sequence: str, expected: str
+    def test_replicas_are_refused_where_the_room_crosses_a_band(
+        self, sequence: str, bound: int, expected: str
     ) -> None:
-        ledger, seen = QuotaLedger(clock=lambda: 0.0), quotas(1, two=False, hards=SMALL)
+        ledger = QuotaLedger(clock=lambda: 0.0, max_entries=bound)
+        seen = quotas(1, two=False, hards=SMALL)
 
-        def cpu_from(low: int | None, charge: str) -> tuple[RoomReading | None, dict[str, Any]]:
-            read = reading(seen, Band(low=Decimal(low))) if low is not None else None
-            return read, {"compute": {"requests.cpu": Decimal(charge)}}
+        def cpu(band: Band | None, charge: str) -> tuple[RoomReading | None, dict[str, Any]]:
+            return (reading(seen, band) if band else None), {"compute": {"requests.cpu": Decimal(charge)}}
 
-        verdicts = {"A": cpu_from(4, "0.5"), "B": cpu_from(None, "3"), "C": cpu_from(1, "1")}
+        verdicts = {"A": cpu(Band(low=Decimal(4)), "0.5"), "B": cpu(None, "3"),
+                    "C": cpu(Band(low=Decimal(1)), "1"), "D": cpu(Band(high=Decimal(4)), "0.5")}  # fmt: skip
         answers = "".join("YN"[not ledger.reuse("shop", seen, *verdicts[name])] for name in sequence)
         assert answers == expected

@@ -179,7 +179,7 @@ class QuotaLedger:
         lefts = None
         if kept is not None:
             kept.fold()
-            kept.allowed.clear()  # what is left changes below, not counted
+            kept.forget()  # what is left changes below, not counted
             lefts = kept.lefts
         for name, amounts in charges.items():
             entries = queues.get(name)

@@ -8,10 +8,11 @@ each charge given back at the ledger's bound. So a replica costs a count, not De
 
 A replica is still accepted only where deciding again would give the same decision. Its verdict's
 reading is checked exactly (`RoomReading.within`) against what is left after a fold; where the
-reading only bounds the room from below, on the one quota that counted the Pod, that check also works
-out how many replicas (of any verdict) may be charged from then on with the bound held for sure
-(`Kept.allowance`): each takes at most `largest` per key, and a charge given back only adds room
-(the ledger works out no allowance once it has seen a negative charge). Until that many are
+reading counts the Pod in one quota, that check also works out how many replicas (of any verdict)
+may be charged from then on with its bands held for sure (`Kept.allowance`): each takes at most
+`largest` per key off the room, so a lower bound holds for as many as fit between the room and it;
+an upper bound holds while the room only shrinks, until a charge is given back at the ledger's
+bound (the ledger works out no allowance once it has seen a negative charge). Until that many are
 charged, the verdict's replicas are accepted with no sum and no check; a larger charge than
 `largest` forgets every allowance.
 """
@@ -41,8 +42,8 @@ class Kept:
     `allowed`: id of a reading -> (the reading, up to which `charged` it accepts with no sum).
     """
 
-    __slots__ = ("allowed", "backs", "charged", "counts", "expiry", "largest", "lefts", "quotas", "since",
-                 "totals")
+    __slots__ = ("allowed", "backs", "bounded", "charged", "counts", "expiry", "largest", "lefts", "quotas",
+                 "since", "totals")
 
     def __init__(
         self, quotas: Sequence[Quota], expiry: float, lefts: dict[str, dict[str, Decimal]],
@@ -55,6 +56,7 @@ class Kept:
         self.charged = 0
         self.largest: dict[str, Decimal] = {}
         self.allowed: dict[int, tuple[RoomReading, int]] = {}
+        self.bounded: list[int] = []  # the readings in `allowed` with an upper bound
 
     def takes(self, charges: Charges) -> bool:
         """Whether `charges` may be counted here (every quota it charges has a `lefts`, and a total
@@ -73,12 +75,17 @@ class Kept:
                     if amount > largest.get(key, 0):
                         largest[key], grew = amount, True
             if grew:
-                self.allowed.clear()  # worked out with a smaller largest charge
+                self.forget()  # worked out with a smaller largest charge
             slot = self.counts[id(charges)] = _Count(charges)
         slot.count += 1
         self.since += 1
         self.charged += 1
         return True
+
+    def forget(self) -> None:
+        """Every allowance gone (what is left changed in a way they do not bound)."""
+        self.allowed.clear()
+        self.bounded.clear()
 
     def give_back(self, name: str, amounts: Amounts) -> None:
         """A charge of quota `name` no longer pending (past the ledger's bound): counted, to come off
@@ -87,6 +94,11 @@ class Kept:
         if slot is None:
             slot = self.backs[(name, id(amounts))] = _Back(name, amounts)
         slot.count += 1
+        if self.bounded:  # more room: an upper bound may no longer hold
+            allowed = self.allowed
+            for reading in self.bounded:
+                allowed.pop(reading, None)
+            self.bounded.clear()
 
     def fold(self) -> None:
         """The counted charges and give-backs, into the totals and what is left (`count x amounts`:
@@ -109,13 +121,14 @@ class Kept:
     def allowance(self, reading: RoomReading) -> int:
         """After a fold, where `reading.within(lefts)` holds: up to how many replicas charged here in
         all (`charged`) it holds for sure, kept for the reading; -1 where that is not simply worked
-        out (a band with an upper bound or a named quota, several quotas counted)."""
+        out (several quotas counted: which is the tightest may change). A band's upper bound holds
+        while the room only shrinks: until a charge is given back (`give_back` forgets it); the
+        quota a band names is the one quota counted (`within` held)."""
         if len(reading.counted) != 1:
             return -1
-        left, largest, allowed = self.lefts[reading.counted[0]], self.largest, ANY
-        for key, low, high, named in reading.flat:
-            if high is not None or named is not None:
-                return -1
+        left, largest, allowed, bounded = self.lefts[reading.counted[0]], self.largest, ANY, False
+        for key, low, high, _named in reading.flat:
+            bounded = bounded or high is not None
             most = largest.get(key)
             if low is None or most is None or most <= 0:
                 continue
@@ -125,6 +138,8 @@ class Kept:
                 return -1
         allowed = self.charged + allowed if allowed < ANY else ANY
         self.allowed[id(reading)] = (reading, allowed)
+        if bounded:
+            self.bounded.append(id(reading))
         return allowed
 
 
