@@ -55,20 +55,30 @@ def namespaces_of(reviews: Iterable[bytes]) -> set[str]:
     return found
 
 
+def objects(names: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
+    """The modelled cluster's objects by resource plural, quotas in every namespace of `names` (what
+    `cluster` serves, and what bench/served_admit.py builds its snapshot from)."""
+    spots = [node(f"gke-spot-{index:03d}", cpu=SPOT_CPU, memory=SPOT_MEMORY, labels=SPOT)
+             for index in range(SPOT_NODES)]  # fmt: skip
+    found: dict[str, list[dict[str, Any]]] = {
+        "nodes": [*nodes(), *spots], "daemonsets": daemonsets(), "namespaces": [], "resourcequotas": []
+    }
+    for name in sorted(set(names)):
+        found["namespaces"].append(namespace(name, "enforce"))
+        hard = dict(ROOMY, **({"requests.memory": "100Mi"} if name == TIGHT else {}))
+        found["resourcequotas"].append(quota(hard=hard, used=dict.fromkeys(hard, "0"), namespace=name))
+    return found
+
+
 @contextlib.contextmanager
 def cluster(folder: Path, names: Iterable[str]) -> Iterator[Path]:
-    """The fake API server with the modelled cluster, quotas in every namespace of `names`; yields the
-    kubeconfig that `pod-tailor serve --kubeconfig` reads it through."""
+    """The fake API server with the modelled cluster (`objects`), quotas in every namespace of
+    `names`; yields the kubeconfig that `pod-tailor serve --kubeconfig` reads it through."""
     with FakeKube() as kube:
         kube.serve_version(1, 33)
-        for item in (*nodes(), *daemonsets()):
-            kube.put(item)
-        for index in range(SPOT_NODES):
-            kube.put(node(f"gke-spot-{index:03d}", cpu=SPOT_CPU, memory=SPOT_MEMORY, labels=SPOT))
-        for name in sorted(set(names)):
-            kube.put(namespace(name, "enforce"))
-            hard = dict(ROOMY, **({"requests.memory": "100Mi"} if name == TIGHT else {}))
-            kube.put(quota(hard=hard, used=dict.fromkeys(hard, "0"), namespace=name))
+        for items in objects(names).values():
+            for item in items:
+                kube.put(item)
         yield kube.write_kubeconfig(folder / "kubeconfig")
 
 

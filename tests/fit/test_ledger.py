@@ -7,6 +7,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -103,7 +104,7 @@ class TestWhatEachQuotaHasLeft:
         for step in plan:
             if step[0] == "decided":
                 read, charges = verdicts[step[1]]
-                ledger.record("shop", charges, reading=read)
+                ledger.record("shop", charges)
                 twin.record("shop", charges)
             elif step[0] == "again":
                 read, charges = verdicts[step[1]]
@@ -164,11 +165,13 @@ class TestWhatEachQuotaHasLeft:
         assert ledger.left("shop", newer)["compute"]["requests.cpu"] == 7  # the ttl passed
 
 
-amount = st.tuples(st.integers(0, 3), st.sampled_from([1, 2, 4])).map(lambda q: Decimal(q[0]) / q[1])
+fraction = st.tuples(st.integers(0, 3), st.sampled_from([1, 2, 4])).map(lambda q: Decimal(q[0]) / q[1])
+amount = st.one_of(*[fraction] * 9, st.just(Decimal("-0.5")))  # seldom negative: room given, not taken
 band = st.tuples(
     st.one_of(st.none(), st.integers(-2, 9).map(Decimal)),  # low
-    st.one_of(st.none(), st.integers(0, 9).map(Decimal)),  # high
-    st.one_of(st.none(), st.integers(0, 1)),  # the tightest quota it named: of those counted, by index
+    st.one_of(st.none(), st.none(), st.none(), st.integers(0, 9).map(Decimal)),  # high: mostly none
+    # The tightest quota it named: of those counted, by index; mostly none.
+    st.one_of(st.none(), st.none(), st.none(), st.none(), st.integers(0, 1)),
 )
 # Any cached verdict: the quotas that counted it (the first or all), what it charges each, and its
 # reading (None: one that read no room), a band per key with lower, upper and named bounds.
@@ -228,7 +231,7 @@ class TestACachedReplicaIsReusedExactlyWhenDecidingAgainWouldAgree:
         for step in plan:
             if step[0] == "decided":
                 read, charges = verdicts[step[1]]
-                ledger.record("shop", charges, reading=read)
+                ledger.record("shop", charges)
                 twin.record("shop", charges)
             elif step[0] == "replica":
                 read, charges = verdicts[step[1]]
@@ -250,3 +253,30 @@ class TestACachedReplicaIsReusedExactlyWhenDecidingAgainWouldAgree:
         assert ledger.left("shop", seen) == leftover(seen, twin.pending("shop", seen))
         assert charged(ledger.pending("shop", seen)) == charged(twin.pending("shop", seen))
         assert len(ledger) == len(twin)
+
+    # Verdicts' replicas go unchecked while few enough are charged and no charge is given back: every
+    # sequence here crosses a band exactly where the long way does.
+    @pytest.mark.parametrize(
+        ("sequence", "bound", "expected"),
+        [
+            ("AAAAAAAA", 100, "YYYYYYYN"),  # 7 cpu left, 0.5 each, from 4 up: the 8th would see 3.5
+            ("ABA", 100, "YYN"),  # a larger charge than any before: 7 - 0.5 - 3 = 3.5 under 4
+            ("AC" * 4, 100, "YYYYYYNY"),  # interleaved with another lower band (from 1 up, 1 each)
+            ("CCCCCCCA", 100, "YYYYYYYN"),  # the charges of another verdict count as much
+            ("BDDD", 100, "YYYY"),  # up to 4: the room only shrinks (4, 3.5, 3, 2.5)
+            ("BDDD", 2, "YYYN"),  # past the bound B's 3 come back: 6 over 4
+        ],
+    )
+    def test_replicas_are_refused_where_the_room_crosses_a_band(
+        self, sequence: str, bound: int, expected: str
+    ) -> None:
+        ledger = QuotaLedger(clock=lambda: 0.0, max_entries=bound)
+        seen = quotas(1, two=False, hards=SMALL)
+
+        def cpu(band: Band | None, charge: str) -> tuple[RoomReading | None, dict[str, Any]]:
+            return (reading(seen, band) if band else None), {"compute": {"requests.cpu": Decimal(charge)}}
+
+        verdicts = {"A": cpu(Band(low=Decimal(4)), "0.5"), "B": cpu(None, "3"),
+                    "C": cpu(Band(low=Decimal(1)), "1"), "D": cpu(Band(high=Decimal(4)), "0.5")}  # fmt: skip
+        answers = "".join("YN"[not ledger.reuse("shop", seen, *verdicts[name])] for name in sequence)
+        assert answers == expected

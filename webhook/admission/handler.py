@@ -286,7 +286,7 @@ def _conclude(
     if cache is not None:
         cache.put(key, found)
     if ledger is not None and decision.charges and not review.dry_run and found.outcome in _ENFORCED:
-        ledger.record(review.namespace, found.charges, reading=found.room_reading)  # the verdict's own
+        ledger.record(review.namespace, found.charges)
     return _answer(review, found, request_bytes=request_bytes)
 
 
