@@ -15,12 +15,13 @@ replicas, so each sees part of it; the quota status covers the rest within secon
 
 A cached verdict in a quota namespace is reused while the room its quotas leave is within the
 verdict's bands (`RoomReading`), asked once per replica: `left` keeps what each quota has left
-(`hard - used - pending`) up to date charge by charge instead of summing the recent Pods again, and
-works it out afresh when the quotas seen change (a new snapshot) or an entry may have expired.
-`reuse` asks and records for such a replica in one call (one clock reading, one look-up of what is
-kept), since every cached replica in a quota namespace asks both. The charges are counted rather
-than summed until something reads the sums, and a verdict whose bands only bound the room from
-below accepts its replicas with no sum while few enough have been charged (`webhook.admission.unfolded`).
+(`hard - used - pending`) instead of summing the recent Pods again, and works it out afresh when the
+quotas seen change (a new snapshot) or an entry may have expired. `reuse` asks and records for such
+a replica in one call (one clock reading, one look-up of what is kept), since every cached replica
+in a quota namespace asks both. The charges are counted rather than summed until something reads
+the sums, and a verdict counting one quota accepts its replicas with no sum and no check while its
+allowance holds: lower bounds while few enough have been charged, upper bounds until a charge is
+given back at the bound (`webhook.admission.unfolded`).
 
 The admission path runs on one event loop, so deciding and recording happen without a lock.
 """
@@ -41,8 +42,8 @@ _NEVER = float("inf")
 
 
 class QuotaLedger:
-    """Per namespace and quota: the recent Pods' charges (and their running sum), and when each quota's
-    status last changed."""
+    """Per namespace and quota: the recent Pods' charges (and their sum, brought up to date when read),
+    and when each quota's status last changed."""
 
     def __init__(
         self,

@@ -42,8 +42,8 @@ class Kept:
     `allowed`: id of a reading -> (the reading, up to which `charged` it accepts with no sum).
     """
 
-    __slots__ = ("allowed", "backs", "bounded", "charged", "counts", "expiry", "largest", "lefts", "quotas",
-                 "since", "totals")
+    __slots__ = ("allowed", "backs", "bounded", "charged", "counts", "dirty", "expiry", "largest", "lefts",
+                 "quotas", "since", "totals")
 
     def __init__(
         self, quotas: Sequence[Quota], expiry: float, lefts: dict[str, dict[str, Decimal]],
@@ -57,6 +57,7 @@ class Kept:
         self.largest: dict[str, Decimal] = {}
         self.allowed: dict[int, tuple[RoomReading, int]] = {}
         self.bounded: list[int] = []  # the readings in `allowed` with an upper bound
+        self.dirty: list[_Count] = []  # the slots of `counts` with a count since the fold
 
     def takes(self, charges: Charges) -> bool:
         """Whether `charges` may be counted here (every quota it charges has a `lefts`, and a total
@@ -77,6 +78,8 @@ class Kept:
             if grew:
                 self.forget()  # worked out with a smaller largest charge
             slot = self.counts[id(charges)] = _Count(charges)
+        if not slot.count:  # its first since the fold: the fold visits only these
+            self.dirty.append(slot)
         slot.count += 1
         self.since += 1
         self.charged += 1
@@ -107,12 +110,11 @@ class Kept:
         if not self.since and not self.backs:
             return
         totals, lefts = self.totals, self.lefts
-        for slot in self.counts.values():
-            count = slot.count
-            if count:
-                slot.count = 0
-                for name, amounts in slot.charges.items():
-                    _move(totals[name], lefts[name], amounts, count)
+        for slot in self.dirty:  # not every charge object counted here: a fold costs what it folds
+            count, slot.count = slot.count, 0
+            for name, amounts in slot.charges.items():
+                _move(totals[name], lefts[name], amounts, count)
+        self.dirty.clear()
         for back in self.backs.values():
             _move(totals[back.name], lefts[back.name], back.amounts, -back.count)
         self.backs.clear()
