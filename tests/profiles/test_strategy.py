@@ -262,6 +262,13 @@ class TestStartup:
         result = _recommend(_series(cpu=0.2), startups=starts)
         assert (result.startup_cpu, result.startup_seconds) == (Decimal("2.000"), 180)
 
+    def test_a_phase_read_past_the_start_up_window_lasts_no_longer_than_the_window(self) -> None:
+        # 5-minute data: the first rate comes 600 s after the start (its 10-minute window reaches into
+        # the 300 s start-up window), still above the request at 900 s.
+        result = _recommend(_series(cpu=0.2), startups=[[(600, 2.0), (900, 1.0)]])
+        assert DEFAULTS.startup_window_seconds == 300
+        assert (result.startup_cpu, result.startup_seconds) == (Decimal("2.000"), 300)
+
 
 class TestSettings:
     @pytest.mark.parametrize(

@@ -178,7 +178,8 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
     )
     build.add_argument(
         "--startup-window", type=count, default=strategy.startup_window_seconds,
-        help=f"seconds after a container start counted as start-up [{strategy.startup_window_seconds}]",
+        help="seconds after a container start counted as start-up (CPU rates whose rate window reaches"
+        f" into them are read; the phase never lasts longer) [{strategy.startup_window_seconds}]",
     )
     build.add_argument(
         "--cpu-rate-metric",

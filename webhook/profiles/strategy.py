@@ -275,7 +275,9 @@ def recommend(history: ContainerHistory, *, settings: StrategySettings, window: 
         if phases:
             startup_cpu = round_up(max(p for p, _ in phases), settings.cpu_step, settings.min_cpu)
             durations = [d for _, d in phases if d is not None]
-            startup_seconds = max(durations) if durations else None
+            # A rate read just past the window (its rate window reaches into it) ends no phase later
+            # than the window: start-up is what the window says it is (probes' budgets read this).
+            startup_seconds = min(max(durations), settings.startup_window_seconds) if durations else None
     evidence = Evidence(
         window=window,
         samples=samples,
