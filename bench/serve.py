@@ -439,7 +439,7 @@ def _median(results: list[Result], *, by: str) -> Result:
 
 def _round_ratios(ours: list[Result], theirs: list[Result]) -> list[float]:
     """Server CPU per request, theirs over ours, per round (a round's runs are seconds apart, so
-    their ratio is the least disturbed by the host's drift), in order."""
+    their ratio is the least disturbed by the host's drift), sorted."""
     return sorted(n.cpu_us / o.cpu_us for o, n in zip(ours, theirs, strict=True))
 
 
@@ -630,8 +630,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             rounds = _round_ratios(paired["pod-tailor"], paired[FACTS])
             rules = statistics.median(rounds)
             apart = _round_ratios(runs["pod-tailor"], runs[FACTS])
+            side = {name: statistics.median(r.cpu_us for r in results) for name, results in paired.items()}
             print(f"  with cluster facts (node fit and quota rules on every Pod): CPU per request "
-                  f"{cpu[FACTS]:.0f} us; rules/today side by side {rules:.3f} (rounds: "
+                  f"{cpu[FACTS]:.0f} us (side by side: pod-tailor {side['pod-tailor']:.0f}, with facts "
+                  f"{side[FACTS]:.0f} us); rules/today side by side {rules:.3f} (rounds: "
                   + ", ".join(f"{r:.2f}" for r in rounds) + f")   (target <= {RULES_TARGET:.2f}); one after"
                   f" the other {statistics.median(apart):.3f} (rounds: "
                   + ", ".join(f"{r:.2f}" for r in apart) + ")")
