@@ -167,10 +167,7 @@ class QuotaLedger:
         if kept is not None and kept.takes(charges):
             bound = self.max_entries
             for name, amounts in charges.items():
-                entries = queues.get(name)
-                if entries is None:
-                    entries = queues[name] = deque()
-                    totals[name] = {}
+                entries = queues.get(name) or _opened(queues, totals, name)
                 entries.append((now, amounts))
                 if len(entries) > bound:  # the oldest Pod's charge no longer pending: room back
                     kept.give_back(name, entries.popleft()[1])
@@ -183,10 +180,7 @@ class QuotaLedger:
             kept.forget()  # what is left changes below, not counted
             lefts = kept.lefts
         for name, amounts in charges.items():
-            entries = queues.get(name)
-            if entries is None:
-                entries = queues[name] = deque()
-                totals[name] = {}
+            entries = queues.get(name) or _opened(queues, totals, name)
             total = totals[name]
             entries.append((now, amounts))
             left = lefts.get(name) if lefts is not None else None
@@ -218,3 +212,15 @@ class QuotaLedger:
     def _take(total: dict[str, Decimal], charges: Mapping[str, Decimal]) -> None:
         for resource, amount in charges.items():
             total[resource] -= amount
+
+
+def _opened(
+    queues: dict[str, deque[tuple[float, Mapping[str, Decimal]]]], totals: dict[str, dict[str, Decimal]],
+    name: str,
+) -> deque[tuple[float, Mapping[str, Decimal]]]:
+    """Quota `name`'s entries and total, kept from its first charge on (an empty queue is kept too)."""
+    entries = queues.get(name)
+    if entries is None:
+        entries = queues[name] = deque()
+        totals[name] = {}
+    return entries
