@@ -33,7 +33,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 
-from webhook.admission.unfolded import Charges, Kept
+from webhook.admission.unfolded import Charges, Kept, move
 from webhook.core.quota import Quota, RoomReading, leftover
 
 __all__ = ["QuotaLedger"]
@@ -187,26 +187,13 @@ class QuotaLedger:
             if lefts is not None and left is None:  # a quota `left` was not worked out for: afresh
                 del self._left[namespace]
                 lefts = None
-            for resource, amount in amounts.items():
-                if amount < 0:
-                    self._negative = True
-                total[resource] = total[resource] + amount if resource in total else amount
-                if left is not None and resource in left:
-                    left[resource] -= amount
+            if any(amount < 0 for amount in amounts.values()):
+                self._negative = True
+            move(total, left, amounts, 1)
             if len(entries) > self.max_entries:  # the oldest Pod's charge no longer pending: room back
-                self._give_back(total, left, entries.popleft()[1])
+                move(total, left, entries.popleft()[1], -1)
         if kept is not None and lefts is not None and now + self.ttl < kept.expiry:
             kept.expiry = now + self.ttl  # the first entry: it expires first
-
-    @staticmethod
-    def _give_back(
-        total: dict[str, Decimal], left: dict[str, Decimal] | None, charges: Mapping[str, Decimal]
-    ) -> None:
-        """A charge no longer pending (past the ledger's bound): off the totals, back to what is left."""
-        for resource, amount in charges.items():
-            total[resource] = total[resource] - amount if resource in total else -amount
-            if left is not None and resource in left:
-                left[resource] += amount
 
     @staticmethod
     def _take(total: dict[str, Decimal], charges: Mapping[str, Decimal]) -> None:

@@ -24,7 +24,7 @@ from decimal import Decimal, InvalidOperation
 
 from webhook.core.quota import Quota, RoomReading
 
-__all__ = ["Charges", "Kept"]
+__all__ = ["Charges", "Kept", "move"]
 
 Amounts = Mapping[str, Decimal]
 Charges = Mapping[str, Amounts]  # quota name -> key -> what one Pod charges it
@@ -113,10 +113,10 @@ class Kept:
         for slot in self.dirty:  # not every charge object counted here: a fold costs what it folds
             count, slot.count = slot.count, 0
             for name, amounts in slot.charges.items():
-                _move(totals[name], lefts[name], amounts, count)
+                move(totals[name], lefts[name], amounts, count)
         self.dirty.clear()
         for back in self.backs.values():
-            _move(totals[back.name], lefts[back.name], back.amounts, -back.count)
+            move(totals[back.name], lefts[back.name], back.amounts, -back.count)
         self.backs.clear()
         self.since = 0
 
@@ -163,9 +163,11 @@ class _Back:
         self.name, self.amounts, self.count = name, amounts, 0
 
 
-def _move(total: dict[str, Decimal], left: dict[str, Decimal], amounts: Amounts, count: int) -> None:
+def move(total: dict[str, Decimal], left: dict[str, Decimal] | None, amounts: Amounts, count: int) -> None:
+    """`count` charges of `amounts` onto a quota's total and off what it has left (`left`, if worked
+    out); a negative `count` gives charges back."""
     for key, amount in amounts.items():
         taken = amount * count
         total[key] = total[key] + taken if key in total else taken
-        if key in left:
+        if left is not None and key in left:
             left[key] -= taken
