@@ -89,6 +89,13 @@ def made(
     return (reading(seen, Band(low=low)) if low is not None else None), charges
 
 
+
+def twin_ledgers(bound: int) -> tuple[list[float], QuotaLedger, QuotaLedger]:
+    """A ledger and its twin on one settable clock (`clock[0]`), both bounded at `bound` charges."""
+    clock = [0.0]
+    ledger, twin = (QuotaLedger(clock=lambda: clock[0], max_entries=bound) for _ in range(2))
+    return clock, ledger, twin
+
 class TestWhatEachQuotaHasLeft:
     @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(steps, st.booleans(), st.lists(verdict, min_size=3, max_size=3), st.integers(3, 12))
@@ -97,15 +104,13 @@ class TestWhatEachQuotaHasLeft:
     ) -> None:
         """Against a twin ledger that is only ever asked its pending charges, step by step; replicas of
         the same verdict in a row (`again`) are counted by the ledger rather than summed one by one."""
-        clock = [0.0]
-        ledger, twin = (QuotaLedger(clock=lambda: clock[0], max_entries=bound) for _ in range(2))
+        clock, ledger, twin = twin_ledgers(bound)
         version, seen = 1, quotas(1, two=two)
         verdicts = [made(seen, *drawn, two=two) for drawn in pool]
         for step in plan:
             if step[0] == "decided":
-                read, charges = verdicts[step[1]]
-                ledger.record("shop", charges)
-                twin.record("shop", charges)
+                for each in (ledger, twin):
+                    each.record("shop", verdicts[step[1]][1])
             elif step[0] == "again":
                 read, charges = verdicts[step[1]]
                 accepted = read is None or read.within(leftover(seen, twin.pending("shop", seen)))
@@ -224,15 +229,13 @@ class TestACachedReplicaIsReusedExactlyWhenDecidingAgainWouldAgree:
         """Every replica accepted exactly when its reading holds for what a twin ledger's pending
         charges leave (upper and named bands, one or two quotas, dry runs, expiry, new statuses, a small
         bound), and what is left and pending always the twin's."""
-        clock = [0.0]
-        ledger, twin = (QuotaLedger(clock=lambda: clock[0], max_entries=bound) for _ in range(2))
+        clock, ledger, twin = twin_ledgers(bound)
         version, seen = 1, quotas(1, two=two, hards=SMALL)
         verdicts = [any_made(seen, spec) for spec in pool]
         for step in plan:
             if step[0] == "decided":
-                read, charges = verdicts[step[1]]
-                ledger.record("shop", charges)
-                twin.record("shop", charges)
+                for each in (ledger, twin):
+                    each.record("shop", verdicts[step[1]][1])
             elif step[0] == "replica":
                 read, charges = verdicts[step[1]]
                 # The twin asked as the ledger is (both see the status at the same time).
