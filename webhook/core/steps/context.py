@@ -91,9 +91,8 @@ class Context:
 
     def resumed(self, facts: ClusterFacts) -> Context:
         """A copy that the steps go on with apart from this one, reading `facts` (the same snapshot's,
-        with other Pods' pending quota charges): what the steps added so far is copied, not shared.
-
-        """
+        with other Pods' pending quota charges): what the steps added so far is copied, not shared
+        (`copies.copied`, without `dataclasses.replace`'s checks, then those fields made anew)."""
         totals = self.created_totals
         return copied(
             self, facts=facts, patch=self.patch.copy(), warnings=list(self.warnings),
