@@ -174,7 +174,7 @@ def _app_directories() -> list[Path]:
 
 def _previewed(*extra: str) -> list[str]:
     """`pod-tailor preview -f DIR` of every app directory: its exit code, stderr and stdout (the
-    session's temporary paths written as names)."""
+    corpus' and the session's paths written as names, so any clone reads the same)."""
     lines, home = [], os.environ["HOME"]
     for directory in _app_directories():
         out, err = io.StringIO(), io.StringIO()
@@ -184,7 +184,7 @@ def _previewed(*extra: str) -> list[str]:
         text = f"=== {name} exit {code}\n--- stderr\n{err.getvalue()}--- stdout\n{out.getvalue()}"
         for path in extra:
             text = text.replace(path, Path(path).name) if "/" in path else text
-        lines.append(text.replace(home, "$HOME"))
+        lines.append(text.replace(str(CORPUS), "$CORPUS").replace(home, "$HOME"))
     return lines
 
 
