@@ -27,10 +27,11 @@ metadata.name/metadata.namespace), `watch=1` with `resourceVersion`, `allowWatch
 resourceVersion), PATCH (merge and JSON patch), DELETE; the Pod `resize` subresource of 1.33+
 (in-place resize: only container cpu/memory may change, never the QoS class; the kubelet's answer,
 set with `resize_outcome`, shows as the `PodResizePending`/`PodResizeInProgress` conditions);
-ResourceQuota admission of Pod creates (the containers must state what a quota tracks, `used` plus
-the Pod must stay within `hard`; `status.used` is written as the create is admitted, as the real
-plugin does; scopes BestEffort/NotBestEffort/Terminating/NotTerminating and a PriorityClass
-scopeSelector); `/version`; legacy
+ResourceQuota admission of Pod creates and resizes (the containers must state what a quota tracks,
+`used` plus the Pod, or plus what a resize adds, must stay within `hard`; `status.used` is written as
+the request is admitted, as the real plugin does; scopes BestEffort/NotBestEffort/Terminating/
+NotTerminating and a PriorityClass scopeSelector); RBAC refusals (`kube.forbid`) of lists, watches
+and the `pods/resize` subresource, with the API server's 403 message; `/version`; legacy
 discovery (`/api`, `/apis`, `/api/v1`, ...) and an OpenAPI v3 index, enough for the real
 `kubectl create --dry-run=server`.
 Server-side apply (PATCH `application/apply-patch+yaml` with `fieldManager`, `force`): field ownership
@@ -424,8 +425,9 @@ class FakeKube:
                         "gitVersion": f"v{major}.{minor}.{patch}"}
 
     def forbid(self, plural: str, *, allowed: bool = False) -> None:
-        """Lists and watches of `plural` answer 403 as for a ServiceAccount without RBAC for it
-        (`allowed=True` grants it again, as a ClusterRole applied later does)."""
+        """Lists and watches of `plural` (writes of a subresource: `"pods/resize"`) answer 403 as for a
+        ServiceAccount without RBAC for it (`allowed=True` grants it again, as a ClusterRole applied
+        later does)."""
         if allowed:
             self.forbidden.discard(plural)
         else:
@@ -700,21 +702,27 @@ class FakeKube:
             watch.dropped = True
             self._forget(watch)
 
-    def _quota_admission(self, pod: Obj, *, dry_run: bool = False) -> str | None:
-        """The ResourceQuota plugin on a Pod create (call with `_cond` held): why it is refused, or None
-        after charging every quota that counts it (a new `status.used`, published like any write; a dry
-        run is judged but charges nothing)."""
+    def _quota_admission(self, pod: Obj, *, before: Obj | None = None, dry_run: bool = False) -> str | None:
+        """The ResourceQuota plugin on a Pod create, or on a resize from `before` (call with `_cond`
+        held): why it is refused, or None after charging every quota that counts it (a new
+        `status.used`, published like any write; a dry run is judged but charges nothing). A resize is
+        charged what it adds; one that adds nothing passes, as the real plugin's zero delta does."""
         namespace = pod["metadata"].get("namespace", "default")
         quotas = [q for (ns, _), q in sorted(self._objects.get(("/api/v1", "resourcequotas"), {}).items())
                   if ns == namespace and _quota_counts(q, pod)]
+        usage = _pod_quota_usage(pod)
+        if before is not None:
+            prior = _pod_quota_usage(before)
+            usage = {k: max(v - prior.get(k, 0), 0) for k, v in usage.items()}
         charged: list[tuple[Obj, dict[str, Any]]] = []
         for quota in quotas:
             hard = {k: parse_quantity(v) for k, v in ((quota.get("spec") or {}).get("hard") or {}).items()}
             missing = _missing_for_quota(pod, hard)
             if missing:
                 return f"failed quota: {quota['metadata']['name']}: must specify {missing}"
+            if before is not None and not any(usage.get(k) for k in hard):
+                continue
             used = {k: parse_quantity(v) for k, v in ((quota.get("status") or {}).get("used") or {}).items()}
-            usage = _pod_quota_usage(pod)
             over = [k for k in hard if k in usage and used.get(k, 0) + usage[k] > hard[k]]
             if over:
                 return (f"exceeded quota: {quota['metadata']['name']}, requested: {_shown(over, usage)}, "
@@ -973,6 +981,20 @@ class _Handler(BaseHTTPRequestHandler):
     def _error(self, code: int, reason: str, message: str, **details: Any) -> None:
         self._send_json(code, status_object(code, reason, message, **details))
 
+    def _forbidden(self, verb: str, resource: Resource, namespace: str | None, *, name: str = "",
+                   subresource: str = "") -> None:  # fmt: skip
+        """RBAC's 403, worded as the API server words it (its `forbiddenMessage`, in `NewForbidden`)."""
+        group = resource.api_version.rpartition("/")[0]
+        qualified = f"{resource.plural}.{group}" if group else resource.plural
+        scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
+        who = "system:serviceaccount:pod-tailor:pod-tailor"
+        target = f"{resource.plural}/{subresource}" if subresource else resource.plural
+        why = f'User "{who}" cannot {verb} resource "{target}" in API group "{group}" {scope}'
+        named = f'{qualified} "{name}"' if name else qualified
+        details = {"name": name} if name else {}
+        message = f"{named} is forbidden: {why}"
+        self._error(403, "Forbidden", message, **details, kind=resource.plural, group=group)
+
     def _not_found(self, resource: Resource, name: str) -> None:
         self._error(404, "NotFound", f'{resource.plural} "{name}" not found', name=name, kind=resource.plural)
 
@@ -1052,13 +1074,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         verb = "watch" if query.get("watch", ["false"])[0] in ("1", "true") else "list"
         if resource.plural in self.fake.forbidden:
-            group = resource.api_version.rpartition("/")[0]
-            qualified = f"{resource.plural}.{group}" if group else resource.plural
-            scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
-            who = "system:serviceaccount:pod-tailor:pod-tailor"
-            self._error(403, "Forbidden", f'{qualified} is forbidden: User "{who}" cannot {verb} resource '
-                        f'"{resource.plural}" in API group "{group}" {scope}',
-                        kind=resource.plural, group=group)  # fmt: skip
+            self._forbidden(verb, resource, namespace)
             return
         if verb == "watch":
             self._watch(resource, namespace, query)
@@ -1282,6 +1298,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _resize(self, namespace: str, name: str, body: Any) -> None:
         """PATCH pods/{name}/resize as a 1.33 API server answers it, then the kubelet's part."""
         pods = self.fake.resource("pods")
+        if "pods/resize" in self.fake.forbidden:  # authorization comes first, before the Pod is read
+            self._forbidden("patch", pods, namespace, name=name, subresource="resize")
+            return
         with self.fake._cond:
             current = self.fake._lookup(pods, namespace, name)
             if current is None:
@@ -1298,6 +1317,11 @@ class _Handler(BaseHTTPRequestHandler):
                 cause = {"reason": kind, "message": message, "field": field_path}
                 text = f'Pod "{name}" is invalid: {field_path}: {message}'
                 self._error(422, "Invalid", text, name=name, kind="Pod", causes=[cause])
+                return
+            refused = self.fake._quota_admission(patched, before=current)
+            if refused is not None:
+                self._error(403, "Forbidden", f'pods "{name}" is forbidden: {refused}', name=name,
+                            kind="pods")  # fmt: skip
                 return
             patched["metadata"]["generation"] = int(current["metadata"].get("generation", 1)) + 1
             _kubelet_resize(patched, self.fake.resize_outcome)
