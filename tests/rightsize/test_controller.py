@@ -20,6 +20,7 @@ from prometheus_client import CollectorRegistry
 
 from tests.autoscalers.kit import VPA_PREFIX, hpa, utilization, vpa
 from tests.cluster.helpers import wait_until
+from tests.fit.kit import quota
 from tests.replicas import Replica, candidates
 from tests.rightsize.kit import NOW, QUIETER, app, container, node, pod, pod_metrics, profiles, running
 from webhook.config.settings import Settings
@@ -194,6 +195,42 @@ class TestAResize:
             "Pod QOS Class may not change as a result of resizing"
         )
         assert kube.mutations[-1][2]["reason"] == "ResizeRefused"
+
+    def test_a_resize_rbac_forbids_is_an_error_tried_again_never_recorded(self, cluster: Any) -> None:
+        kube = cluster[0]
+        kube.put(running())
+        kube.put(pod_metrics(running(), "90Mi"), plural="pods")
+        kube.forbid("pods/resize")  # a ClusterRole without patch on pods/resize
+        with controller(cluster) as replica:
+            wait_until(lambda: replica.count("error") >= 2, what="asked again")
+            assert set(writes(kube)) == {("PATCH", RESIZE)}  # no record, no event
+            kube.forbid("pods/resize", allowed=True)
+            wait_until(lambda: replica.count("resized") == 1, what="resized once granted")
+            replica.passes()
+        assert writes(kube)[-3:] == resized()
+        assert replica.count("refused") == 0
+        (entry,) = read_history(stored(kube)["metadata"]["annotations"])
+        assert entry.result == "asked"
+
+    def test_a_resize_over_a_quota_the_watch_has_not_shown_is_tried_again_not_recorded(
+        self, cluster: Any
+    ) -> None:
+        kube = cluster[0]
+        kube.put(running())
+        leading, more = threading.Event(), {WEB: profiles("0.7", 600)}
+        with kube.lagging(), controller(cluster, leading=leading, now=more) as replica:
+            kube.put(quota(hard={"requests.cpu": "600m"}, used={"requests.cpu": "500m"}))  # not yet watched
+            leading.set()
+            wait_until(lambda: replica.count("error") >= 2, what="asked again")
+        assert set(writes(kube)) == {("PATCH", RESIZE)}  # no record, no event
+        assert kube.mutations[0][2] == [
+            {"op": "replace", "path": "/spec/containers/0/resources/requests/cpu", "value": "700m"}
+        ]
+        assert (replica.count("refused"), replica.count("resized")) == (0, 0)
+        assert app(stored(kube))["requests"]["cpu"] == "500m"
+        charged = kube.get("resourcequotas", "compute", namespace="shop")
+        assert charged is not None
+        assert charged["status"]["used"] == {"requests.cpu": "500m"}
 
     def test_a_pod_deleted_mid_resize_is_forgotten(self, cluster: Any) -> None:
         kube = cluster[0]

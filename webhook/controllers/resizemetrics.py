@@ -7,7 +7,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 __all__ = ["RESULTS", "RightsizeMetrics"]
 
 # resized: the API server took the resize; deferred: the kubelet waits for room; infeasible: never on
-# this node (given back); refused: 422 or 403 from the API server; gone: the Pod was deleted meanwhile;
+# this node (given back); refused: 422 from the API server; gone: the Pod was deleted meanwhile;
 # error: anything else, tried again; dry_run: what --dry-run would have asked.
 RESULTS = ("resized", "deferred", "infeasible", "refused", "gone", "error", "dry_run")
 

@@ -2,9 +2,19 @@
 
 Every call is one of: PATCH `pods/{name}/resize` (a JSON Patch of container resources only), a merge
 PATCH of the Pod's `pod-tailor.io/resized` annotation, and a `v1` Event on the Pod. Nothing else is
-written: never the workload, never its template. The answers map to outcomes in one place here: 404 is
-"gone", 422 (a resize the API server refuses) and 403 (a quota it would exceed) are "refused" and
-recorded so the same change is never asked again, anything else is an "error" tried at the next pass.
+written: never the workload, never its template. The answers map to outcomes in one place here:
+
+- 404: the Pod is gone.
+- 422: the resize itself is refused (it would change the QoS class, or a field no resize may change):
+  asking it again cannot succeed, so it is recorded and never asked again.
+- 403 and anything else (409, 5xx, a broken connection): an error, tried again at the next pass. A 403
+  on `pods/resize` says who may ask, or what the namespace admits now, not what is wrong with the
+  resize: RBAC without `patch` on `pods/resize` (until a ClusterRole grants it), or the ResourceQuota or
+  LimitRange admission of the resize (until Pods go or a person changes them). Recording it for good
+  would leave a right-sizing never asked again for a cause that passes.
+
+A resize the API server takes may still not fit the node: that is the kubelet's answer, later, in the
+Pod's `PodResizePending` condition (Deferred or Infeasible), which the controller follows.
 """
 
 from __future__ import annotations
@@ -58,10 +68,10 @@ class Resizer:
         except ApiException as exc:
             if exc.status == 404:
                 return "gone", ""
-            if exc.status in (403, 422):
+            if exc.status == 422:
                 return "refused", _message(exc)
-            log.warning("rightsize: %s: resize failed (%s); tried again at the next pass", name_of(pod),
-                        exc.status)  # fmt: skip
+            log.warning("rightsize: %s: resize failed (%s: %s); tried again at the next pass", name_of(pod),
+                        exc.status, _message(exc))  # fmt: skip
             return "error", _message(exc)
         return "resized", ""
 
