@@ -188,6 +188,21 @@ class TestWhenTheResizeDoesNotGoThrough:
         assert cpu(stored(kube)) == ("1400m", "1400m")
         assert running.count("failures", "refused") == 1
 
+    def test_a_resize_rbac_forbids_is_tried_again_until_granted_never_given_up(
+        self, kube: FakeKube, kubeconfig: Path, clock: list[float]
+    ) -> None:
+        kube.put(admitted())
+        kube.forbid("pods/resize")  # a ClusterRole without patch on pods/resize
+        with controller(kubeconfig, clock) as running:
+            wait_until(lambda: running.count("failures", "error") >= 2, what="asked again")
+            found = stored(kube)
+            assert (finished(found), cpu(found)) == ("", ("1400m", None))
+            assert BOOSTED_LABEL in found["metadata"]["labels"]
+            kube.forbid("pods/resize", allowed=True)
+            wait_until(lambda: finished(stored(kube)), what="the CPU given back once granted")
+        assert finished(stored(kube)) == "reverted after 120s"
+        assert running.count("failures", "refused") == 0
+
     def test_an_infeasible_resize_is_given_up(
         self, kube: FakeKube, kubeconfig: Path, clock: list[float]
     ) -> None:

@@ -1,19 +1,18 @@
 """The boost controller: gives boosted Pods their steady CPU back, in place, once they have started.
 
 It watches Pods labelled `pod-tailor.io/boosted=true` (list+watch with a label selector, nothing
-else), and for each one whose time has come (`webhook.core.boostmark.revert_due`) PATCHes the Pod's
-`resize` subresource to the steady values in the Pod's own record. It then follows the kubelet's
-answer: done (the label goes, the record says so), `PodResizePending` Infeasible (given up, recorded,
-counted), Deferred or in progress (waited for; the kubelet retries). A 422 from the API server is
-given up the same way, a 409 or any other error is tried again at the next pass, a 404 means the Pod
-is gone. Every fact it acts on is in the Pod, so a restarted controller, or a new leader, goes on
-where the last one stopped; only the leader acts.
+else), and for each one whose time has come (`webhook.core.boostmark.revert_due`) asks the `Resizer`
+for the steady values in the Pod's own record. It then follows the kubelet's answer: done (the label
+goes, the record says so), `PodResizePending` Infeasible (given up, recorded, counted), Deferred or in
+progress (waited for; the kubelet retries). What the API server answers means what it means to the
+`Resizer`: a resize refused (422) is given up like an Infeasible one, an error (403, 409, 5xx) is tried
+again at the next pass, a Pod gone is forgotten. Every fact it acts on is in the Pod, so a restarted
+controller, or a new leader, goes on where the last one stopped; only the leader acts.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import threading
 import time
@@ -22,10 +21,10 @@ from decimal import Decimal
 from typing import Any
 
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from webhook.cluster.watch import Watched
 from webhook.controllers.boostmetrics import BoostMetrics
+from webhook.controllers.resizer import Resizer, name_of
 from webhook.core.boostmark import (
     BOOST_ANNOTATION,
     BOOSTED_LABEL,
@@ -76,6 +75,8 @@ def _condition(pod: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
 
 
 class BoostController:
+    """The resize controller's boost duty: one watch of the boosted Pods, one pass over them a tick."""
+
     def __init__(
         self,
         api_client: Any,
@@ -87,10 +88,10 @@ class BoostController:
         tick: float = 1.0,
         watch_seconds: int = 300,
     ) -> None:
-        self.core: Any = client.CoreV1Api(api_client)
         self.leading, self.stop = leading, stop
         self.metrics = metrics or BoostMetrics()
         self.clock, self.tick = clock, tick
+        self.resizer = Resizer(api_client, clock=clock, duty="boost")
         self._wake = threading.Event()
         self._seen: set[str] = set()  # uids counted as started
         self._deferred: set[str] = set()  # uids counted as deferred
@@ -99,7 +100,7 @@ class BoostController:
         # the Pod, a pass (woken by another Pod's event) must not ask the same resize again.
         self._asked: dict[str, str] = {}
         listing = functools.partial(
-            self.core.list_pod_for_all_namespaces, label_selector=f"{BOOSTED_LABEL}=true"
+            client.CoreV1Api(api_client).list_pod_for_all_namespaces, label_selector=f"{BOOSTED_LABEL}=true"
         )
         self.watched = Watched(
             "pods", listing, on_change=self._wake.set, stop=stop, watch_seconds=watch_seconds, relevant=None
@@ -129,7 +130,7 @@ class BoostController:
                 self.handle(pod)
             except Exception:
                 self.metrics.failures.labels("error").inc()
-                log.exception("boost: %s: failed; tried again at the next pass", _name(pod))
+                log.exception("boost: %s: failed; tried again at the next pass", name_of(pod))
 
     def handle(self, pod: Obj) -> None:
         metadata = pod.get("metadata") or {}
@@ -159,7 +160,7 @@ class BoostController:
             if uid not in self._deferred:
                 self._deferred.add(uid)
                 self.metrics.deferred.inc()
-                log.info("boost: %s: resize deferred by the kubelet; waiting", _name(pod))
+                log.info("boost: %s: resize deferred by the kubelet; waiting", name_of(pod))
         elif _condition(pod, "PodResizeInProgress") is None:
             started = started_at(pod)
             seconds = max(0.0, self.clock() - started) if started is not None else 0.0
@@ -167,69 +168,48 @@ class BoostController:
 
     def _resize(self, pod: Obj, record: BoostRecord, *, why: str) -> bool:
         """Ask for the steady values; True when the API server took the resize."""
-        ops = []
-        for index, container in enumerate((pod.get("spec") or {}).get("containers") or ()):
-            steady = next((s for s in record.containers if s.container == container.get("name")), None)
-            if steady is None:
-                continue
-            base = f"/spec/containers/{index}/resources"
-            ops.append({"op": "replace", "path": f"{base}/requests/cpu", "value": steady.request})
-            if steady.limit is not None and _cpu(container, "limits") is not None:
-                ops.append({"op": "replace", "path": f"{base}/limits/cpu", "value": steady.limit})
-        name, namespace = pod["metadata"]["name"], pod["metadata"]["namespace"]
-        try:
-            self.core.patch_namespaced_pod_resize(name, namespace, ops, _preload_content=False)
-        except ApiException as exc:
-            if exc.status == 404:
-                return False  # gone: the watch drops it
-            if exc.status == 422:
-                why = f"failed: resize refused: {_message(exc)}"
-                self._finish(pod, record, outcome=why, failure="refused")
-                return False
+        outcome, message = self.resizer.resize(pod, _give_back_ops(pod, record))
+        if outcome == "refused":
+            self._finish(pod, record, outcome=f"failed: resize refused: {message}", failure="refused")
+        elif outcome == "error":
             self.metrics.failures.labels("error").inc()
-            log.warning("boost: %s: resize failed (%s); tried again at the next pass", _name(pod), exc.status)
-            return False
-        log.info("boost: %s: CPU given back (%s)", _name(pod), why)
-        return True
+        elif outcome == "resized":
+            log.info("boost: %s: CPU given back (%s)", name_of(pod), why)
+        return outcome == "resized"  # gone: the watch drops it
 
     def _finish(
         self, pod: Obj, record: BoostRecord | None, *, outcome: str, failure: str = "", seconds: float = 0.0
     ) -> None:
         """Remove the label (the Pod leaves the watch) and keep the outcome in the record."""
-        annotations: dict[str, Any] = {}
+        annotations: dict[str, str | None] = {}
         if record is not None:
             annotations[BOOST_ANNOTATION] = BoostRecord(
                 record.containers, until=record.until, extra_seconds=record.extra_seconds,
                 max_seconds=record.max_seconds, outcome=outcome,
             ).dumps()  # fmt: skip
-        body = {"metadata": {"labels": {BOOSTED_LABEL: None}, "annotations": annotations}}
-        try:
-            self.core.patch_namespaced_pod(
-                pod["metadata"]["name"], pod["metadata"]["namespace"], body, _preload_content=False
-            )
-        except ApiException as exc:
-            if exc.status != 404:
-                self.metrics.failures.labels("error").inc()
-                log.warning(
-                    "boost: %s: recording %r failed (%s); tried again", _name(pod), outcome, exc.status
-                )
-            return
+        written = self.resizer.mark(pod, annotations, labels={BOOSTED_LABEL: None})
+        if written == "error":
+            self.metrics.failures.labels("error").inc()
+        if written != "written":
+            return  # tried again at the next pass, or the Pod is gone
         self._done.add(str(pod["metadata"].get("uid")))
         if not failure:
             self.metrics.reverted.inc()
             self.metrics.seconds.observe(seconds)
         else:
             self.metrics.failures.labels(failure).inc()
-            log.warning("boost: %s: %s", _name(pod), outcome)
+            log.warning("boost: %s: %s", name_of(pod), outcome)
 
 
-def _name(pod: Mapping[str, Any]) -> str:
-    metadata = pod.get("metadata") or {}
-    return f"{metadata.get('namespace')}/{metadata.get('name')}"
-
-
-def _message(exc: ApiException) -> str:
-    try:
-        return str(json.loads(exc.body or "").get("message", ""))[:300]
-    except (TypeError, ValueError):
-        return str(exc.reason)
+def _give_back_ops(pod: Mapping[str, Any], record: BoostRecord) -> list[dict[str, Any]]:
+    """The JSON Patch to the record's steady CPU: each request, and each limit the container has."""
+    ops = []
+    for index, container in enumerate((pod.get("spec") or {}).get("containers") or ()):
+        steady = next((s for s in record.containers if s.container == container.get("name")), None)
+        if steady is None:
+            continue
+        base = f"/spec/containers/{index}/resources"
+        ops.append({"op": "replace", "path": f"{base}/requests/cpu", "value": steady.request})
+        if steady.limit is not None and _cpu(container, "limits") is not None:
+            ops.append({"op": "replace", "path": f"{base}/limits/cpu", "value": steady.limit})
+    return ops

@@ -1,20 +1,22 @@
-"""The API calls of in-place right-sizing: ask for a resize, record it on the Pod, say it in an event.
+"""The API calls of the resize controller's two duties: ask for a resize, mark the Pod, say it in an event.
 
 Every call is one of: PATCH `pods/{name}/resize` (a JSON Patch of container resources only), a merge
-PATCH of the Pod's `pod-tailor.io/resized` annotation, and a `v1` Event on the Pod. Nothing else is
-written: never the workload, never its template. The answers map to outcomes in one place here:
+PATCH of the Pod's labels and pod-tailor's annotations, and a `v1` Event on the Pod. Nothing else is
+written: never the workload, never its template. Both duties (the start-up boost's give-back and in-place
+right-sizing) go through here, so an answer of the API server means one thing in both:
 
 - 404: the Pod is gone.
 - 422: the resize itself is refused (it would change the QoS class, or a field no resize may change):
-  asking it again cannot succeed, so it is recorded and never asked again.
+  asking it again cannot succeed, so the duty records it and never asks it again.
 - 403 and anything else (409, 5xx, a broken connection): an error, tried again at the next pass. A 403
   on `pods/resize` says who may ask, or what the namespace admits now, not what is wrong with the
   resize: RBAC without `patch` on `pods/resize` (until a ClusterRole grants it), or the ResourceQuota or
   LimitRange admission of the resize (until Pods go or a person changes them). Recording it for good
-  would leave a right-sizing never asked again for a cause that passes.
+  would leave a boosted Pod boosted for its life, and a right-sizing never asked again, for a cause
+  that passes.
 
 A resize the API server takes may still not fit the node: that is the kubelet's answer, later, in the
-Pod's `PodResizePending` condition (Deferred or Infeasible), which the controller follows.
+Pod's `PodResizePending` condition (Deferred or Infeasible), which each duty follows.
 """
 
 from __future__ import annotations
@@ -23,22 +25,24 @@ import json
 import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from webhook.core.resizemark import RESIZED_ANNOTATION, Entry, history_text, stamp
 
-__all__ = ["Outcome", "Resizer"]
+__all__ = ["Outcome", "Resizer", "Written", "name_of"]
 
-log = logging.getLogger("pod_tailor.rightsize")
 Obj = dict[str, Any]
-Outcome = str  # resized | refused | gone | error
+Outcome = Literal["resized", "refused", "gone", "error"]  # of a resize asked
+Written = Literal["written", "gone", "error"]  # of a mark on the Pod
+Labels = Mapping[str, str | None]  # labels or annotations to merge: None removes one
 COMPONENT = "pod-tailor-rightsize"
 
 
 def _message(exc: ApiException) -> str:
+    """The API server's own words (its Status `message`), for the log and the Pod's record."""
     try:
         return str(json.loads(exc.body or "").get("message", ""))[:300]
     except (TypeError, ValueError, AttributeError):
@@ -51,15 +55,16 @@ def name_of(pod: Mapping[str, Any]) -> str:
 
 
 class Resizer:
-    """The writes of the resize controller, on one API client."""
+    """The writes of one duty of the resize controller (`duty` names it in the log), on one API client."""
 
-    def __init__(self, api_client: Any, *, clock: Callable[[], float], identity: str = "") -> None:
+    def __init__(self, api_client: Any, *, clock: Callable[[], float], duty: str) -> None:
         self.core: Any = client.CoreV1Api(api_client)
-        self.clock = clock
-        self.identity = identity or uuid.uuid4().hex[:8]
+        self.clock, self.duty = clock, duty
+        self.log = logging.getLogger(f"pod_tailor.{duty}")
+        self.identity = uuid.uuid4().hex[:8]  # the Events' reportingInstance: this replica
 
     def resize(self, pod: Obj, ops: Sequence[Mapping[str, Any]]) -> tuple[Outcome, str]:
-        """PATCH the `resize` subresource; (outcome, the API server's message when refused)."""
+        """PATCH the `resize` subresource; (outcome, the API server's message when not resized)."""
         metadata = pod["metadata"]
         try:
             self.core.patch_namespaced_pod_resize(
@@ -70,26 +75,33 @@ class Resizer:
                 return "gone", ""
             if exc.status == 422:
                 return "refused", _message(exc)
-            log.warning("rightsize: %s: resize failed (%s: %s); tried again at the next pass", name_of(pod),
-                        exc.status, _message(exc))  # fmt: skip
+            self.log.warning("%s: %s: resize failed (%s: %s); tried again at the next pass", self.duty,
+                             name_of(pod), exc.status, _message(exc))  # fmt: skip
             return "error", _message(exc)
         return "resized", ""
 
-    def record(self, pod: Obj, history: Sequence[Entry], entry: Entry) -> str:
-        """Write the Pod's resize record with `entry` last; the record as written ("" when the Pod is gone
-        or the write failed)."""
+    def mark(self, pod: Obj, annotations: Labels, *, labels: Labels | None = None) -> Written:
+        """Merge `annotations` (and `labels`; None removes one) into the Pod's metadata."""
         metadata = pod["metadata"]
-        text = history_text(history, entry)
-        body = {"metadata": {"annotations": {RESIZED_ANNOTATION: text}}}
+        body = {"metadata": {"annotations": dict(annotations)}}
+        if labels:
+            body["metadata"]["labels"] = dict(labels)
         try:
             self.core.patch_namespaced_pod(
                 metadata["name"], metadata["namespace"], body, _preload_content=False
             )
         except ApiException as exc:
-            if exc.status != 404:
-                log.warning("rightsize: %s: recording the resize failed (%s)", name_of(pod), exc.status)
-            return ""
-        return text
+            if exc.status == 404:
+                return "gone"
+            self.log.warning("%s: %s: marking the Pod failed (%s)", self.duty, name_of(pod), exc.status)
+            return "error"
+        return "written"
+
+    def record(self, pod: Obj, history: Sequence[Entry], entry: Entry) -> str:
+        """Write the Pod's resize record with `entry` last; the record as written ("" when the Pod is gone
+        or the write failed)."""
+        text = history_text(history, entry)
+        return text if self.mark(pod, {RESIZED_ANNOTATION: text}) == "written" else ""
 
     def event(self, pod: Obj, *, reason: str, message: str, warning: bool = False) -> None:
         """A `v1` Event on the Pod (what `kubectl describe pod` shows); a failure is only logged."""
@@ -107,21 +119,21 @@ class Resizer:
         try:
             self.core.create_namespaced_event(metadata["namespace"], body, _preload_content=False)
         except ApiException as exc:
-            log.warning("rightsize: %s: event %s not written (%s)", name_of(pod), reason, exc.status)
+            self.log.warning("%s: %s: event %s not written (%s)", self.duty, name_of(pod), reason, exc.status)
 
     def memory_usage(self, pod: Obj) -> dict[str, Any] | None:
         """container -> working set now, from the metrics API (metrics-server); None when not served."""
         metadata = pod["metadata"]
         custom = client.CustomObjectsApi(self.core.api_client)
         try:
-            found: Any = custom.get_namespaced_custom_object(
+            pod_metrics: Any = custom.get_namespaced_custom_object(
                 "metrics.k8s.io", "v1beta1", metadata["namespace"], "pods", metadata["name"]
             )
         except ApiException as exc:
-            log.debug("rightsize: %s: no usage from the metrics API (%s)", name_of(pod), exc.status)
+            self.log.debug("%s: %s: no usage from the metrics API (%s)", self.duty, name_of(pod), exc.status)
             return None
         return {
             str(item.get("name")): (item.get("usage") or {}).get("memory")
-            for item in found.get("containers") or ()
+            for item in pod_metrics.get("containers") or ()
             if isinstance(item, Mapping)
         }

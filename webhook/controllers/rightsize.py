@@ -70,7 +70,7 @@ class RightsizeController:
         self.metrics, self.clock, self.tick = metrics, clock, tick
         self.rate = RateLimit(per_minute)
         self.dry_run = dry_run
-        self.resizer = Resizer(api_client, clock=clock)
+        self.resizer = Resizer(api_client, clock=clock, duty="rightsize")
         self._resize_enabled = resize_enabled or functools.partial(_serves_resize, api_client)
         self._wake = threading.Event()
         # uid -> (the record just written, until when to wait for it): a Pod is not planned again before
