@@ -20,7 +20,7 @@ from tests.cluster.helpers import wait_until
 from tests.engine.podkit import container, pod
 from tests.replicas import Replica, candidates
 from webhook.controllers.boost import BoostController
-from webhook.controllers.boostmetrics import BoostMetrics
+from webhook.controllers.controller_metrics import ResizeMetrics
 from webhook.core.boostmark import BOOST_ANNOTATION, BOOSTED_LABEL, BoostRecord, SteadyCpu, read_record
 from webhook.core.engine import tailor
 from webhook.core.facts import ClusterFacts
@@ -60,7 +60,7 @@ class Running(Replica):
         self, kubeconfig: Path, *, clock: list[float], leading: threading.Event | None = None
     ) -> None:
         super().__init__(kubeconfig, leading=leading)
-        self.metrics = BoostMetrics()
+        self.metrics = ResizeMetrics()
         self.controller = BoostController(
             self.api, leading=self.leading, stop=self.stop, metrics=self.metrics, clock=lambda: clock[0],
             tick=0.05,

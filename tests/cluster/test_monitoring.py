@@ -20,7 +20,7 @@ from prometheus_client import REGISTRY, CollectorRegistry
 import webhook.cluster.metrics  # noqa: F401 (registers the watch metrics in the process-wide registry)
 from tests.tools import require_programs
 from webhook.config.settings import Settings
-from webhook.controllers.boostmetrics import BoostMetrics
+from webhook.controllers.controller_metrics import ReportMetrics, ResizeMetrics
 from webhook.profiles.buildmetrics import BuildMetrics
 from webhook.refreshers.state import State
 from webhook.server.app import create_app
@@ -54,10 +54,11 @@ def _exported(registry: CollectorRegistry) -> set[str]:
 
 
 def exported_metrics() -> set[str]:
-    """Every series name the webhook's /metrics and the recommender's and the boost controller's
-    --metrics-port can expose."""
+    """Every series name the webhook's /metrics and the recommender's, the resize controller's and the
+    reports controller's --metrics-port can expose."""
     webhook = create_app(Settings(), State()).state.metrics.registry  # the app's every collector
-    controllers = _exported(BuildMetrics(interval=60).registry) | _exported(BoostMetrics().registry)
+    served = (BuildMetrics(interval=60).registry, ResizeMetrics().registry, ReportMetrics().registry)
+    controllers = set().union(*(_exported(registry) for registry in served))
     return _exported(webhook) | _exported(REGISTRY) | controllers
 
 

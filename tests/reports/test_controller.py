@@ -21,7 +21,7 @@ from tests.replicas import Replica as ControllerReplica
 from tests.replicas import candidates
 from tests.report.fleet import container, namespace, recommendation, resources, workload
 from webhook.config.settings import Settings
-from webhook.controllers.reportmetrics import ReportMetrics
+from webhook.controllers.controller_metrics import ReportMetrics
 from webhook.controllers.reports import ReportsController
 from webhook.core.snapshot import ProfileSnapshot
 from webhook.core.workload import WorkloadKey

@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 from kubefake import FakeKube
-from prometheus_client import CollectorRegistry
 
 from tests.autoscalers.kit import VPA_PREFIX, hpa, utilization, vpa
 from tests.cluster.helpers import wait_until
@@ -24,7 +23,7 @@ from tests.fit.kit import quota
 from tests.replicas import Replica, candidates
 from tests.rightsize.kit import NOW, QUIETER, app, container, node, pod, pod_metrics, profiles, running
 from webhook.config.settings import Settings
-from webhook.controllers.resizemetrics import RightsizeMetrics
+from webhook.controllers.controller_metrics import ResizeMetrics
 from webhook.controllers.rightsize import RightsizeController
 from webhook.core.resizemark import RESIZED_ANNOTATION, Change, Entry, history_text, read_history
 from webhook.core.snapshot import ProfileSnapshot
@@ -51,7 +50,7 @@ class Controller(Replica):
         settings = Settings(kubeconfig=str(kubeconfig), policy_file=str(policy_file))
         super().__init__(kubeconfig, leading=leading, settings=settings,
                          profiles=ProfileSnapshot(profiles=profiles, taken_at=NOW))  # fmt: skip
-        self.metrics = RightsizeMetrics(CollectorRegistry())
+        self.metrics = ResizeMetrics()
         self.controller = RightsizeController(
             self.api, **self.reads(), metrics=self.metrics, clock=lambda: clock[0], tick=0.05,
             per_minute=per_minute,

@@ -52,7 +52,7 @@ def register(subparsers: Any) -> None:
 
 
 def _main(args: argparse.Namespace) -> int:
-    from webhook.controllers.reportmetrics import ReportMetrics  # where used: the Kubernetes client
+    from webhook.controllers.controller_metrics import ReportMetrics  # where used: the Kubernetes client
     from webhook.controllers.reports import ReportsController
 
     running = start(args)

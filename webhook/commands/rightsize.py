@@ -53,18 +53,17 @@ def register(subparsers: Any) -> None:
 
 def _main(args: argparse.Namespace) -> int:
     from webhook.controllers.boost import BoostController
-    from webhook.controllers.boostmetrics import BoostMetrics
-    from webhook.controllers.resizemetrics import RightsizeMetrics
+    from webhook.controllers.controller_metrics import ResizeMetrics
     from webhook.controllers.rightsize import RightsizeController
 
     running = start(args)
     if running is None:
         return 1
-    state, metrics = running.state, BoostMetrics()
+    state, metrics = running.state, ResizeMetrics()
     rightsize = RightsizeController(
         running.api, cluster=lambda: state.cluster, profiles=lambda: state.profiles,
         ready=lambda: "cluster" not in state.pending, leading=running.leading, stop=running.stop,
-        metrics=RightsizeMetrics(metrics.registry), per_minute=args.max_resizes_per_minute, tick=args.tick,
+        metrics=metrics, per_minute=args.max_resizes_per_minute, tick=args.tick,
         dry_run=sys.stdout if args.dry_run else None,
     )  # fmt: skip
     if args.dry_run:

@@ -23,7 +23,7 @@ from typing import Any
 from kubernetes import client
 
 from webhook.cluster.watch import Watched
-from webhook.controllers.boostmetrics import BoostMetrics
+from webhook.controllers.controller_metrics import ResizeMetrics
 from webhook.controllers.resizer import Resizer, name_of
 from webhook.core.boostmark import (
     BOOST_ANNOTATION,
@@ -83,13 +83,13 @@ class BoostController:
         *,
         leading: threading.Event,
         stop: threading.Event,
-        metrics: BoostMetrics | None = None,
+        metrics: ResizeMetrics | None = None,
         clock: Callable[[], float] = time.time,
         tick: float = 1.0,
         watch_seconds: int = 300,
     ) -> None:
         self.leading, self.stop = leading, stop
-        self.metrics = metrics or BoostMetrics()
+        self.metrics = metrics or ResizeMetrics()
         self.clock, self.tick = clock, tick
         self.resizer = Resizer(api_client, clock=clock, duty="boost")
         self._wake = threading.Event()

@@ -36,7 +36,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from webhook.cluster.watch import Watched
-from webhook.controllers.reportmetrics import ReportMetrics
+from webhook.controllers.controller_metrics import ReportMetrics
 from webhook.core.namespace import Mode
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
 from webhook.core.workload import pod_workload

@@ -26,7 +26,7 @@ from typing import Any, TextIO
 from kubernetes import client
 
 from webhook.cluster.watch import Watched
-from webhook.controllers.resizemetrics import RightsizeMetrics
+from webhook.controllers.controller_metrics import ResizeMetrics
 from webhook.controllers.resizer import Resizer, name_of
 from webhook.core.boost import cluster_can_resize
 from webhook.core.inplace import open_window
@@ -57,7 +57,7 @@ class RightsizeController:
         ready: Callable[[], bool],
         leading: threading.Event,
         stop: threading.Event,
-        metrics: RightsizeMetrics,
+        metrics: ResizeMetrics,
         clock: Callable[[], float] = time.time,
         tick: float = 5.0,
         per_minute: int = 30,
