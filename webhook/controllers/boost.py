@@ -1,4 +1,4 @@
-"""The boost controller: gives boosted Pods their steady CPU back, in place, once they have started.
+"""The resize controller's boost duty: gives boosted Pods their steady CPU back, in place, once started.
 
 It watches Pods labelled `pod-tailor.io/boosted=true` (list+watch with a label selector, nothing
 else), and for each one whose time has come (`webhook.core.boostmark.revert_due`) asks the `Resizer`

@@ -39,7 +39,7 @@ from webhook.cluster.watch import Watched
 from webhook.controllers.controller_metrics import ReportMetrics
 from webhook.core.namespace import Mode
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
-from webhook.core.workload import pod_workload
+from webhook.core.workload import WorkloadKey, pod_workload
 from webhook.offline.sources import SourceError, pod_sources
 from webhook.report.collect import collected
 from webhook.report.evaluate import evaluate
@@ -276,9 +276,9 @@ class ReportsController:
         namespace = str(meta.get("namespace"))
         settings = self._namespaces.get(namespace)
         if settings is None:
-            found = cluster.settings_for(namespace)
-            policy = cluster.policies.get(found.policy)
-            facts = (found, policy, cluster.facts_for(namespace), cluster.server_version)
+            labelled = cluster.settings_for(namespace)
+            policy = cluster.policies.get(labelled.policy)
+            facts = (labelled, policy, cluster.facts_for(namespace), cluster.server_version)
             settings = hashlib.sha256(repr(facts).encode()).hexdigest()
             self._namespaces[namespace] = settings
         workload = pod_workload(obj, namespace) if kind.kind == "Pod" else None
@@ -339,9 +339,7 @@ class ReportsController:
         return 1
 
 
-def _key(kind: _Kind, obj: Obj) -> Any:
-    from webhook.core.workload import WorkloadKey
-
+def _key(kind: _Kind, obj: Obj) -> WorkloadKey:
     return WorkloadKey(str(obj["metadata"]["namespace"]), kind.kind, str(obj["metadata"]["name"]))
 
 

@@ -82,6 +82,11 @@ class RightsizeController:
         # uid -> (what a "nothing to do" plan was made from, until when it stands): a pass woken by
         # another Pod's event does not plan an unchanged Pod again before `REPLAN_SECONDS`.
         self._quiet: dict[str, tuple[tuple[str, float, float], float]] = {}
+        # What each pass starts from: node -> free allocatable (None: unknown), namespace -> what its
+        # quotas leave, workload -> its Pods mid-resize. A resize asked takes from the first two.
+        self._free: dict[str, dict[str, Decimal] | None] = {}
+        self._room: dict[str, dict[str, Decimal]] = {}
+        self._resizing: dict[WorkloadKey, int] = {}
         self.unsupported = ""  # why the cluster cannot resize in place, said once when it changes
         self._served: tuple[tuple[int, int] | None, bool | None] | None = None  # (version, discovery)
         core, wake = client.CoreV1Api(api_client), self._wake.set
@@ -139,37 +144,42 @@ class RightsizeController:
         if not self.supported():
             return
         pods = self.pods.objects()
-        uids = {str(p["metadata"].get("uid")) for p in pods}
-        self._awaiting = {uid: found for uid, found in self._awaiting.items() if uid in uids}
-        self._deferred &= uids
-        self._quiet = {uid: found for uid, found in self._quiet.items() if uid in uids}
-        by_node: dict[str, list[Obj]] = defaultdict(list)
-        by_workload: dict[WorkloadKey, list[Obj]] = defaultdict(list)
-        for pod in pods:
-            by_node[str((pod.get("spec") or {}).get("nodeName") or "")].append(pod)
-            by_workload[pod_workload(pod, str(pod["metadata"].get("namespace")))].append(pod)
-        self._free: dict[str, dict[str, Decimal] | None] = {
-            str(obj["metadata"]["name"]): free_allocatable(obj, by_node.get(str(obj["metadata"]["name"]), ()))
-            for obj in self.nodes.objects()
-        }
-        quotas: dict[str, list[Obj]] = defaultdict(list)
-        for quota in self.quotas.objects():
-            quotas[str(quota["metadata"].get("namespace"))].append(quota)
-        self._room: dict[str, dict[str, Decimal]] = {ns: quota_room(found) for ns, found in quotas.items()}
-        self._resizing = {
-            key: sum(1 for p in found if self._in_flight(p)) for key, found in by_workload.items()
-        }
+        self._forget_all_but({str(p["metadata"].get("uid")) for p in pods})
+        sizes = self._take_stock(pods)
         self.metrics.pending.set(sum(self._resizing.values()))
         for pod in pods:
             if self.stop.is_set() or not (self.leading.is_set() or self.dry_run):
                 return
             try:
-                self.handle(
-                    pod, workload_size=len(by_workload[pod_workload(pod, pod["metadata"]["namespace"])])
-                )
+                self.handle(pod, workload_size=sizes[_workload_of(pod)])
             except Exception:
                 self.metrics.resizes.labels("error").inc()
                 log.exception("rightsize: %s: failed; tried again at the next pass", name_of(pod))
+
+    def _forget_all_but(self, uids: set[str]) -> None:
+        """Drop what is kept about Pods the watch no longer has."""
+        self._awaiting = {uid: kept for uid, kept in self._awaiting.items() if uid in uids}
+        self._deferred &= uids
+        self._quiet = {uid: kept for uid, kept in self._quiet.items() if uid in uids}
+
+    def _take_stock(self, pods: list[Obj]) -> dict[WorkloadKey, int]:
+        """Each node's free allocatable, each namespace's quota room and each workload's Pods mid-resize,
+        for this pass; returns each workload's count of Pods."""
+        by_node: dict[str, list[Obj]] = defaultdict(list)
+        by_workload: dict[WorkloadKey, list[Obj]] = defaultdict(list)
+        for pod in pods:
+            by_node[str((pod.get("spec") or {}).get("nodeName") or "")].append(pod)
+            by_workload[_workload_of(pod)].append(pod)
+        nodes = {str(node["metadata"]["name"]): node for node in self.nodes.objects()}
+        self._free = {name: free_allocatable(node, by_node.get(name, ())) for name, node in nodes.items()}
+        quotas: dict[str, list[Obj]] = defaultdict(list)
+        for quota in self.quotas.objects():
+            quotas[str(quota["metadata"].get("namespace"))].append(quota)
+        self._room = {namespace: quota_room(of) for namespace, of in quotas.items()}
+        self._resizing = {
+            key: sum(1 for pod in members if self._in_flight(pod)) for key, members in by_workload.items()
+        }
+        return {key: len(members) for key, members in by_workload.items()}
 
     def resized(self) -> list[str]:
         """One line per Pod pod-tailor has resized: its last resize, what came of it and where it stands."""
@@ -251,10 +261,10 @@ class RightsizeController:
 
     def _awaited(self, uid: str, metadata: Mapping[str, Any]) -> bool:
         """Whether the Pod is still waited for: our last record not yet seen on it (and not given up)."""
-        found = self._awaiting.get(uid)
-        if found is None:
+        awaited = self._awaiting.get(uid)
+        if awaited is None:
             return False
-        written, until = found
+        written, until = awaited
         seen = (metadata.get("annotations") or {}).get(RESIZED_ANNOTATION)
         if (written and seen == written) or self.clock() >= until:
             del self._awaiting[uid]
@@ -333,6 +343,10 @@ class RightsizeController:
         print(f"{name_of(pod)}: would resize {plan.resize.why}{waiting}", file=self.dry_run)
 
 
+def _workload_of(pod: Mapping[str, Any]) -> WorkloadKey:
+    return pod_workload(pod, str(pod["metadata"].get("namespace")))
+
+
 def _path(pod: Mapping[str, Any], container: str, field: str) -> str:
     section, _, resource = field.partition(".")
     for index, body in enumerate((pod.get("spec") or {}).get("containers") or ()):
@@ -359,8 +373,8 @@ def _bytes(usage: Mapping[str, Any] | None) -> dict[str, Decimal] | None:
 def _serves_resize(api_client: Any) -> bool | None:
     """Whether discovery lists `pods/resize`; None when discovery cannot be read."""
     try:
-        found = client.CoreV1Api(api_client).get_api_resources(_request_timeout=(5, 10))
+        listed = client.CoreV1Api(api_client).get_api_resources(_request_timeout=(5, 10))
     except Exception as exc:
         log.warning("rightsize: discovery of /api/v1 failed (%s); assuming pods/resize is served", exc)
         return None
-    return any(resource.name == "pods/resize" for resource in found.resources or ())
+    return any(resource.name == "pods/resize" for resource in listed.resources or ())
