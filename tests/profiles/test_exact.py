@@ -27,8 +27,8 @@ from synthetic import DAY, MIB, Observed, Pod, Workload, noise, quantile, write_
 
 from webhook.core.profile import Recommendation
 from webhook.core.workload import WorkloadKey
+from webhook.profiles.budgets import batch_budget
 from webhook.profiles.build import BuildResult, build_profiles
-from webhook.profiles.cpustat import batch_budget
 from webhook.profiles.exact import TOLERANCE, Outcome, Pool, by_pod, from_top, needed, top_fetch
 from webhook.profiles.prometheus import Prometheus
 from webhook.profiles.strategy import StrategySettings

@@ -35,11 +35,12 @@ from synthetic import RECORDED_CPU, write_openmetrics
 from webhook.commands.profiles import BuildMeter
 from webhook.core.profile import Evidence, Recommendation
 from webhook.core.workload import WorkloadKey
+from webhook.profiles.budgets import fleet_budget
 from webhook.profiles.build import BuildResult, BuildSettings, build_profiles
 from webhook.profiles.connection import PrometheusConnection
 from webhook.profiles.prometheus import Prometheus, PrometheusError
 from webhook.profiles.runner import BuildRun, build_once
-from webhook.profiles.shards import MAX_CLASSES, Shard, fleet_budget, plan
+from webhook.profiles.shards import MAX_CLASSES, Shard, plan
 from webhook.profiles.store import FileStore, ProfileDocument, WorkloadEntry
 from webhook.report.progress import Progress
 

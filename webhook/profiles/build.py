@@ -15,14 +15,15 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 
 from webhook.core.profile import ContainerProfile, Recommendation
 from webhook.core.statistic import CpuStatistic
 from webhook.core.workload import WorkloadKey
 from webhook.profiles import queries
-from webhook.profiles.checkpoint import Checkpoint, checkpoint_key
+from webhook.profiles.budgets import BuildSettings, fleet_budget, totals_pieces
+from webhook.profiles.checkpoint import Checkpoint
 from webhook.profiles.connection import PrometheusConnection
 from webhook.profiles.cpustat import exact_cpu
 from webhook.profiles.followups import StartupReads, fetch_short_series, seen_without_start
@@ -30,8 +31,8 @@ from webhook.profiles.followups import startups as read_startups
 from webhook.profiles.identity import read_owners
 from webhook.profiles.passes import Meter, Passes
 from webhook.profiles.prometheus import Prometheus, PrometheusError, Sample
-from webhook.profiles.resolution import AUTO, Resolution, choose, points
-from webhook.profiles.shards import Shard, estimate, fleet_budget, plan
+from webhook.profiles.resolution import Resolution, choose, points
+from webhook.profiles.shards import Shard, estimate, plan
 from webhook.profiles.sizing import Live, Scrape, read_scrape
 from webhook.profiles.slices import (
     SeriesId,
@@ -40,107 +41,13 @@ from webhook.profiles.slices import (
     series_id,
 )
 from webhook.profiles.store import ProfileDocument, WorkloadEntry
-from webhook.profiles.strategy import ContainerHistory, StrategySettings, recommend, round_up
+from webhook.profiles.strategy import ContainerHistory, recommend, round_up
 from webhook.profiles.summarize import summarize
-from webhook.profiles.totals import STEP, Scope, attach_totals, fetch_totals, hpa_scope
+from webhook.profiles.totals import Scope, attach_totals, fetch_totals, hpa_scope
 
 __all__ = ["BuildResult", "BuildSettings", "IncrementalBuild", "build_profiles"]
 
 Progress = Callable[[str], None]
-
-
-SEED_EVERY = 5  # see `BuildSettings.seed_every`: at least every fifth step,
-SEED_SPAN = 1200  # and at least 20 minutes apart
-
-
-@dataclass(frozen=True, slots=True)
-class BuildSettings:
-    """What to read from Prometheus; the strategy decides what the numbers mean."""
-
-    window: str = "14d"  # how much history to read
-    # The usage step (subquery and range step): `auto`, the rate window (at least a minute), so that
-    # each sample interval is counted once; or a duration, raised to the data's own interval when
-    # that is coarser (`resolution`).
-    step: str = AUTO
-    # The `rate()` window over the CPU counter: `auto` (two scrape intervals, the shortest valid) or
-    # a duration (raised to two intervals when shorter).
-    rate_window: str = AUTO
-    # Hours of history come from each container's start time and sample count; only for series
-    # without a start time (no cadvisor `container_start_time_seconds`) is a subquery asked when
-    # each was first and last seen, at this coarse step (it costs a pass per step).
-    coverage_step: str = "1h"
-    # Start-up CPU is read from the most recent container starts only: that query costs a full pass
-    # over the look-back (every series, every step), and recent starts describe the current image.
-    startup_lookback: str = "1d"
-    # A recorded CPU rate per container (e.g. kube-prometheus'
-    # `node_namespace_pod_container:container_cpu_usage_seconds_total:sum_irate`): several times cheaper.
-    cpu_rate_metric: str | None = None
-    # Queries in flight at once, all of the build's together: what the build costs Prometheus at a
-    # time is this many queries of at most `max_samples` samples each.
-    concurrency: int = 2
-    # The big passes are cut into this many time slices (the unit a checkpoint keeps).
-    # 0: as many as keep a slice under `samples_per_query`, estimated from the live series.
-    # With a checkpoint the cut is on whole days (or divisors of a day) of UTC time instead.
-    slices: int = 0
-    samples_per_query: int = 40_000_000
-    # Each query of a slice then touches at most this many samples: split by namespace and by Pod-name
-    # classes (`shards`), which leaves every series' answer as it is. Well under every backend's limit
-    # (Prometheus' --query.max-samples is 50 M by default, managed services' lower), and small enough
-    # that two in flight cost Prometheus about what the per-container queries of other tools cost it.
-    # Measured: Prometheus grows ~90 bytes a sample of a query in flight, plus its series' set-up; at
-    # 20,000 workloads 1 M a query grew it 2.3x what the per-container plan does, 500 k 1.6-1.7x.
-    max_samples: int = 500_000
-    retry_pause: float = 1.0  # seconds before asking a busy server (429, 5xx, no answer) again; doubled
-    namespaces: tuple[str, ...] = ()  # empty: every namespace
-    # Series with fewer samples than this (short-lived Pods: Jobs, churn) are fetched whole, so their
-    # share of the pooled percentile is exact rather than interpolated between a few quantiles
-    # (without `exact_cpu` only: the top fetch reads them as every other series).
-    raw_limit: int = 200
-    raw_budget: int = 2_000_000  # at most this many values fetched whole per build (memory bound)
-    # The exact CPU statistic's queries (`exact`) name the Pods of a batch of pools, up to this much
-    # PromQL text each (VictoriaMetrics refuses more than 16 KB by default; Prometheus sets no limit).
-    max_query_bytes: int = 16_000
-    # The CPU statistic exactly (`exact`: the top points of each pool, ranked); off: rebuilt from each
-    # series' quantiles, a few percent off when Pods differ (kept for comparison).
-    exact_cpu: bool = True
-    # Further CPU statistics to count for the policies that name them (`core.statistic`), each one
-    # more top fetch (`exact`); stored per container beside the build's own (`cpu_by`).
-    statistics: tuple[CpuStatistic, ...] = ()
-    summary_days: int = 7  # days of hourly usage for the drawable summaries (`summarize`); 0: none
-    strategy: StrategySettings = field(default_factory=StrategySettings)
-
-    def __post_init__(self) -> None:
-        for name in ("window", "step", "rate_window", "coverage_step", "startup_lookback"):
-            if getattr(self, name) != AUTO or name not in {"step", "rate_window"}:
-                queries.duration(getattr(self, name))  # raises ValueError naming the bad text
-        if self.step != AUTO and queries.duration(self.step) > queries.duration(self.window):
-            raise ValueError(f"step {self.step} is longer than the window {self.window}")
-
-    def seed_every(self) -> int:
-        """The big pass reads every n-th step's usage: when the statistic is counted exactly (`exact`)
-        its quantile only places the floors of the top fetch, which answers exactly whatever they are;
-        every fifth step and at least 20 minutes apart (every 20th at a 1-minute step), otherwise
-        every step (the rebuild is the answer). On the 60 s peer set, every 5th, 10th and 20th step
-        took 9.6-10.0, 7.2 and 4.1 s of Prometheus' CPU, and the top fetch then returned 8.8, 8.8 and
-        9.0 % of the points (9, 5 and 5 containers asked again lower); on the 300 s set every 20th
-        step (100 minutes) returned 10.3 % against 9.2 at every 5th (25 minutes), as kept."""
-        if not self.exact_cpu or self.cpu_rate_metric:
-            return 1
-        step = queries.duration(self.step) if self.step != AUTO else 0
-        return max(SEED_EVERY, -(-SEED_SPAN // step)) if step > 0 else SEED_EVERY
-
-    def cpu_grid(self) -> tuple[float, ...]:
-        """The CPU quantiles the big pass asks per series and slice: the target alone when the
-        statistic is counted exactly (its estimate needs no more), else the target and the max for
-        the rebuild (`strategy.mixture_quantile`). Each is a full evaluation of the usage."""
-        grid = self.strategy.quantile_grid()
-        return (round(self.strategy.quantile, 6),) if self.exact_cpu and self.strategy.quantile < 1 else grid
-
-    def checkpoint_key(self, url: str) -> str:
-        """What the slice records of a build with these settings depend on (see `checkpoint`)."""
-        return checkpoint_key(url, namespaces=self.namespaces, resolution=(self.step, self.rate_window),
-                              cpu_metric=self.cpu_rate_metric or queries.CPU_METRIC,
-                              quantiles=(*self.cpu_grid(), self.seed_every(), SEED_SPAN))
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,23 +122,6 @@ def _resolved(settings: BuildSettings, resolution: Resolution) -> BuildSettings:
 
 def _total(live: Live) -> float:
     return sum(sum(containers.values()) for containers in live.values())
-
-
-# Prometheus' memory per sample of a totals query in flight, as a multiple of a big pass's: the
-# subquery relabels and regroups every series at every step (measured at 20,000 workloads: two
-# slices of ~1 M samples each in flight grew it by ~550 MiB, against ~90 bytes a sample in a pass).
-TOTALS_WEIGHT = 3
-
-
-def _totals_pieces(settings: BuildSettings, live: float) -> int:
-    """Queries (workload groups or time slices: `totals.fetch_totals`) that keep the totals over `live`
-    series (cpu and memory ones added up) under the budget. The subquery holds a point per step of at
-    least `STEP`, however often the series are scraped (at 1-minute scrapes, counting a point per
-    sample planned 100 queries where 13 hold what one should: 200 workloads, 14 days)."""
-    window = queries.duration(settings.window)
-    resolution = max(queries.duration(settings.step), STEP)
-    cost = TOTALS_WEIGHT * estimate(live, span=window, resolution=resolution)
-    return max(1, -(-int(cost) // settings.max_samples))
 
 
 def _pods_known(asked: Future[list[Sample]]) -> float | None:
@@ -324,7 +214,7 @@ def _build(
             progress(f"  warning: {raised}")
         progress(f"  reading at a {resolution.describe()}")
         # The heavy queries (the passes, the start-ups, the top fetch) of a small fleet hold a share
-        # of its points (`shards.fleet_budget`); the summaries and the totals keep the whole budget.
+        # of its points (`budgets.fleet_budget`); the summaries and the totals keep the whole budget.
         fleet = points(_total(scrape.live), span=window, step=step, interval=scrape.interval())
         largest = points(max((n for found in scrape.live.values() for n in found.values()), default=0.0),
                          span=window, step=step, interval=scrape.interval())
@@ -335,7 +225,7 @@ def _build(
         totals_f = pool.submit(fetch_totals, prom, namespaces=ns, window=window, step=step,
                                rate_window=rate, end=end, recorded=settings.cpu_rate_metric,
                                progress=progress, live=_total(scrape.live),
-                               pieces=lambda n: _totals_pieces(settings, n),
+                               pieces=lambda n: totals_pieces(settings, n),
                                scope=_scope(hpas_f), checkpoint=working)
         passes = _planned_passes(prom, heavy, scrape=scrape, end=end, progress=progress,
                                  checkpoint=working, meter=meter)

@@ -3,8 +3,10 @@
 `pooled` (default): the percentile of every point of every Pod of the workload's container together,
 one pool per container. `maxPerPod` (KRR "simple"): each Pod's own percentile over its life in the
 window, the largest; one pool per Pod. The passes' estimate (rebuilt from each series' quantiles at
-every fifth step) only sets each pool's floor (`_MARGIN` below it): how much the top fetch returns,
-not what it answers. Pools too thin for a recommendation (`StrategySettings.min_samples`) and idle
+every fifth step) is each pool's floor: how much the top fetch returns, not what it answers. The
+rebuild is low, not high, when Pods differ (it under-weights the busy ones) and within a few percent
+for alike ones, so the floor sits under most of the points asked for; a pool left short is fetched
+again lower. Pools too thin for a recommendation (`StrategySettings.min_samples`) and idle
 ones are not asked.
 """
 
@@ -13,27 +15,21 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
-from typing import TYPE_CHECKING
 
 from webhook.core.statistic import CpuStatistic
 from webhook.core.workload import WorkloadKey
 from webhook.profiles import queries
+from webhook.profiles.budgets import BuildSettings, batch_budget
 from webhook.profiles.exact import Pool, by_pod, top_fetch
 from webhook.profiles.prometheus import Prometheus
 from webhook.profiles.resolution import AUTO
 from webhook.profiles.slices import SeriesId
 from webhook.profiles.strategy import SeriesStats, mixture_quantile, series_knots
 
-if TYPE_CHECKING:
-    from webhook.profiles.build import BuildSettings
-
-__all__ = ["Container", "batch_budget", "exact_cpu"]
+__all__ = ["Container", "exact_cpu"]
 
 Container = tuple[WorkloadKey, str]
 _IDLE = 1e-4  # cores: a pool that never went above this is idle, its percentile no question
-# The floor under the estimate: the rebuild is low, not high, when Pods differ (it under-weights the
-# busy ones), and within a few percent for alike ones; a pool left short is fetched again lower.
-_MARGIN = 0.0  # the estimate itself: measured 1-9 % under the exact value on the peer bench
 
 
 def _estimate(parts: Sequence[SeriesStats], q: float) -> float | None:
@@ -47,15 +43,6 @@ def _estimate(parts: Sequence[SeriesStats], q: float) -> float | None:
     if max(quantiles, default=0.0) <= _IDLE:
         return None
     return mixture_quantile(summaries, values, q)
-
-
-def batch_budget(settings: BuildSettings) -> int:
-    """Points one batch of the top fetch may materialise: its `concurrency` batches in flight together
-    under half of one query's budget (`max_samples`). The top fetch is where Prometheus' heap peaks
-    (every point of a batch's Pods, at every step, held while its count and its filter are evaluated):
-    on the 60 s peer set two batches of 250 k points in flight peaked at 152 MiB, of 125 k at 97 MiB
-    (KRR: 80-111), for the same Prometheus CPU in 1.8 times the queries."""
-    return max(1, settings.max_samples // (2 * max(1, settings.concurrency)))
 
 
 def exact_cpu(
@@ -102,7 +89,7 @@ def exact_cpu(
             key = (container, group[0]) if per_pod else container
             asked = tuple(sid for sid in group if not any(part.cpu_values for part in each[sid]))
             values = tuple(v for part in parts for v in part.cpu_values)
-            pools.append(Pool(key, asked, estimate * (1 - _MARGIN), values))
+            pools.append(Pool(key, asked, estimate, values))
             members[container].append(key)
             for sid in asked:
                 life = sum(part.last - part.first for part in each[sid]) + 2 * interval

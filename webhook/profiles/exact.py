@@ -28,6 +28,7 @@ from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 
 from webhook.profiles import queries
+from webhook.profiles.budgets import TOP_FETCHES, TOP_SPLITS
 from webhook.profiles.prometheus import Prometheus, Sample, TooManySamplesError, Values
 from webhook.profiles.resolution import points
 from webhook.profiles.slices import SeriesId, series_id
@@ -37,8 +38,6 @@ __all__ = ["TOLERANCE", "Outcome", "Pool", "from_top", "needed", "top_fetch"]
 TOLERANCE = 0.01  # the goal: the stored statistic within 1 % of the exact percentile (met exactly here)
 _BAND = 0.05  # pools whose floors are within 5 % (log scale) share a batch
 _LOWER = 0.5  # a floor that left too few points above it is halved for the next fetch
-_FETCHES = 4  # fetches of a pool at most; the last one has no floor (every point)
-_SPLITS = 16  # halvings of one refused batch at most
 _GROUPS = 8  # container names in a batch at most (a selector each, joined by `or`)
 _GROUP_TEXT = 160  # the PromQL text of one more selector, besides its names
 
@@ -119,10 +118,10 @@ def top_fetch(
     floors = {pool.key: pool.floor for pool in pools}
     todo = [pool for pool in pools if pool.series or pool.values]
     known: dict[object, _Known] = {}
-    for attempt in range(_FETCHES):
+    for attempt in range(TOP_FETCHES):
         if not todo:
             break
-        last = attempt == _FETCHES - 1
+        last = attempt == TOP_FETCHES - 1
         # A pool fetched before knows its points and every point above its floor then: it is asked
         # again only for the band under that floor (`ceiling`), and no count.
         fresh = {pool.key: _Known(floor=-math.inf if last else floors[pool.key]) for pool in todo}
@@ -252,7 +251,7 @@ def _read(
                 prom.range_values(above, start=first, end=hi, step=step))
     except TooManySamplesError:
         steps = round((hi - lo) / step)
-        if splits >= _SPLITS or (len({sid[1] for sid in batch.owners}) < 2 and steps < 2):
+        if splits >= TOP_SPLITS or (len({sid[1] for sid in batch.owners}) < 2 and steps < 2):
             raise
         if len({sid[1] for sid in batch.owners}) >= 2:
             pieces = [(half, span) for half in batch.halves()]

@@ -11,16 +11,13 @@ from bisect import bisect_left, bisect_right
 from collections import defaultdict, deque
 from concurrent.futures import Executor, Future
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from webhook.profiles import queries
-from webhook.profiles.cpustat import batch_budget
+from webhook.profiles.budgets import PODS_PER_QUERY, BuildSettings, batch_budget
 from webhook.profiles.prometheus import Prometheus, Series, joined
 from webhook.profiles.slices import SeriesId, SliceRecords, StatsBySeries, series_id, without_start
 from webhook.profiles.strategy import SeriesStats
-
-if TYPE_CHECKING:
-    from webhook.profiles.build import BuildSettings
 
 __all__ = ["StartupReads", "fetch_short_series", "seen_without_start", "startup_groups", "startups"]
 
@@ -65,7 +62,7 @@ def fetch_short_series(
     values: dict[SeriesId, list[float]] = defaultdict(list)
     step = queries.duration(settings.step)
     window = queries.duration(settings.window)
-    chunks = _chunks(short, sizes, budget=settings.max_samples, pods=500)
+    chunks = _chunks(short, sizes, budget=settings.max_samples, pods=PODS_PER_QUERY)
 
     def ask(chunk: list[tuple[str, str]]) -> Future[list[Series]]:
         query = queries.cpu_values(
@@ -193,7 +190,8 @@ def startups(
     out: dict[SeriesId, list[list[tuple[float, float]]]] = defaultdict(list)
     # A range answer comes back whole (every point of the group's span, most of them before or after
     # the minutes read): planned as a top-fetch batch is, not as a reduced pass (`batch_budget`).
-    for group in startup_groups(starts, window=reach, step=step, budget=batch_budget(settings), pods=500):
+    for group in startup_groups(starts, window=reach, step=step, budget=batch_budget(settings),
+                                 pods=PODS_PER_QUERY):
         first, last = group[0][1], group[-1][1]
         lo = end - (end - first) // step * step  # on the grid of the window's end, as the passes are
         query = queries.cpu_values(

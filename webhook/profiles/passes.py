@@ -17,26 +17,19 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from webhook.profiles import queries
+from webhook.profiles.budgets import MIN_SPAN, PASS_RETRIES, PASS_SPLITS, BuildSettings
 from webhook.profiles.checkpoint import Checkpoint
 from webhook.profiles.prometheus import OverloadedError, Prometheus, TooManySamplesError
 from webhook.profiles.shards import Shard
 from webhook.profiles.slices import DAY, By, SeriesId, SliceRecords, aligned_cut, by_series, even_cut, per_day
 from webhook.profiles.slices import records as joined
 
-if TYPE_CHECKING:
-    from webhook.profiles.build import BuildSettings
-
 __all__ = ["Meter", "Passes", "Unread"]
 
 Bounds = tuple[float, float]
 Meter = Callable[[int, int, int], None]  # units done, units planned, samples read so far
-_MIN_SLICE = 3600
-_RETRIES = 3  # a busy or failing server: asked again this many times, after 1, 2, 4 s (`backoff`)
-# Splits one planned piece may take: what a backend refuses at 1/64 of the plan is not about size.
-_SPLITS = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +90,7 @@ class Passes:
         """`_ask`, split and asked again while Prometheus refuses or fails; [] and `unread` at the end.
 
         `splits`: what is left of the planned piece's allowance, shared by all its pieces."""
-        splits = [_SPLITS] if splits is None else splits
+        splits = [PASS_SPLITS] if splits is None else splits
         try:
             return self._ask(bounds, shard)
         except TooManySamplesError as exc:
@@ -105,10 +98,10 @@ class Passes:
             said = f"Prometheus refused {self._name(bounds, shard)} ({_short(reason)}): split-on-refusal"
         except OverloadedError as exc:
             reason, pause = str(exc), self.backoff * 2**attempt
-            pieces = (self._smaller(bounds, shard) or [(bounds, shard)]) if attempt < _RETRIES else []
+            pieces = (self._smaller(bounds, shard) or [(bounds, shard)]) if attempt < PASS_RETRIES else []
             said = f"{self._name(bounds, shard)}: {_short(reason)}; after {pause:g}s"
         if pieces and splits[0] <= 0:
-            pieces, reason = [], f"still refused after {_SPLITS} splits: {reason}"
+            pieces, reason = [], f"still refused after {PASS_SPLITS} splits: {reason}"
         if not pieces:
             self.unread.append(Unread(shard, bounds, reason))
             self.progress(f"  NOT READ: {self._name(bounds, shard)}: {_short(reason)}")
@@ -129,7 +122,7 @@ class Passes:
             return [(bounds, child) for child in children]
         lo, hi = bounds
         span = round(hi - lo)
-        if span <= _MIN_SLICE:
+        if span <= MIN_SPAN:
             return []
         middle = lo + (span // 2 // self.step) * self.step
         return [((lo, middle), shard), ((middle, hi), shard)]

@@ -26,7 +26,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-__all__ = ["MAX_CLASSES", "Shard", "estimate", "fleet_budget", "plan"]
+__all__ = ["MAX_CLASSES", "Shard", "estimate", "plan"]
 
 _LAST = "0123456789abcdefghijklmnopqrstuvwxyz"  # a Pod's name ends in one of these (DNS-1123)
 _BEFORE = _LAST + "-."  # ... and the character before may be these too, or nothing
@@ -119,28 +119,6 @@ def _members(alphabet: str, spec: tuple[int, int]) -> str:
 def estimate(series: float, *, span: float, resolution: float) -> float:
     """Samples one query over `series` live series loads: each at most one point per `resolution`."""
     return series * span / max(resolution, 1.0)
-
-
-# A small fleet's heavy queries (the big passes, the top fetch, the start-ups) each hold at most this
-# share of the whole fleet's points, not the whole per-query budget, and at least `_FLOOR` points (a
-# fleet under it is one query, as small fleets always were). Measured on the 300 s peer set (1,854
-# series, 3.7 M points over 7 days; 2026-11-28): at the 500 k budget its passes were 10 namespace
-# groups, two in flight took Prometheus' heap to 51-60 MiB (KRR's whole run: 37-41); at a sixteenth,
-# 234 k, 20 groups and 37-38 MiB, for the same Prometheus CPU within noise. A fleet over 8 M points
-# (the 60 s set's 47 M) keeps the whole budget: halving it there cut its passes into Pod-name classes
-# and doubled their CPU.
-_PIECES = 16
-_FLOOR = 200_000
-
-
-def fleet_budget(points: float, *, ceiling: int, largest: float = 0.0) -> int:
-    """Points one heavy query of a build may hold: `ceiling` (`--prometheus-max-samples`), or a
-    sixteenth of a small fleet's `points` (its live series over the window, `resolution.points`), at
-    least `_FLOOR` and at least the `largest` container's points (all its Pods'): a container over the
-    budget on its own is cut into Pod-name classes, a regular expression over every Pod name, which
-    is what doubled the passes' CPU when the budget was halved. Few queries either way, as the fleet
-    is small; the heap Prometheus grows by follows the fleet rather than the budget."""
-    return min(ceiling, max(_FLOOR, math.ceil(points / _PIECES), math.ceil(largest)))
 
 
 def plan(

@@ -2,7 +2,7 @@
 
 Why not more quantiles in the big passes: each `quantile_over_time` reads every sample of the window
 again, the most expensive thing a build does. This pass asks instead, six hours at a time at first,
-then as many hours as keep an answer under `_POINTS` (at 2,000 workloads a day's answer parsed whole,
+then as many hours as keep an answer under `SUMMARY_POINTS` (at 2,000 workloads a day's answer parsed whole,
 two in flight, was the peak of a build's memory; a small fleet's day is one query), for range
 queries (one for CPU, one for memory) at 1-hour steps of the usage averaged over the Pods of each
 controller (`usage_by_controller`): one series per ReplicaSet, DaemonSet or Job, not one per Pod.
@@ -38,6 +38,7 @@ from typing import Any
 
 from webhook.core.workload import WorkloadKey
 from webhook.profiles import queries
+from webhook.profiles.budgets import SUMMARY_FINE, SUMMARY_PIECE, SUMMARY_POINTS, SUMMARY_SHARE
 from webhook.profiles.checkpoint import Checkpoint
 from webhook.profiles.identity import Owners
 from webhook.profiles.prometheus import Prometheus, PrometheusError
@@ -97,31 +98,6 @@ def _key(owners: Owners, labels: Mapping[str, str]) -> tuple[WorkloadKey, str] |
 
 _KIND = "summaries"
 _LABELS = ("namespace", "controller", "container", "stat")
-_PIECE = 6 * HOUR  # a day's first piece: at 2,000 workloads, a whole day's answers made the build's peak
-# Points one answer may hold (2,000 workloads' 6-hour answer): once an answer says how many series
-# there are, the pieces grow to as many hours as keep under it, a whole day in one query for a small
-# fleet (each query selects and regroups every series again: a day in one costs Prometheus 40 % less),
-# but never over the raw samples 6 hours of 1-minute data hold (Prometheus' heap grows with those: a
-# day of 1-minute data at 500 workloads in one query took it from 35 to 370 MiB): a day at 4 minutes.
-_POINTS = 72_000
-# Series x hourly steps one query (of one kind) holds at most, as a share of the build's per-query
-# budget (3 %: 15,000 at the default 500 k, the points the `or` of both kinds held). What this
-# costs Prometheus is selecting and decoding every series over the piece (a query per hour is mostly
-# that, again and again) and, in heap, a relabelled and regrouped copy of every series at every step:
-# on the 60 s peer set (4,668 series; 2 days, two in flight) `or` pieces of 1, 3, 6 and 12 hours took
-# 21.8, 12.8, 10.6 and 10.0 s and Prometheus' heap to 60, 67, 87 and 105 MiB; on the 300 s one (~1,900
-# series) pieces of 5, 12 and 24 hours to 45, 47 and 66 MiB. The raw samples a piece reads do not
-# predict it (the 60 s set's hour reads more of them than the 300 s set's 12 hours). One kind a query,
-# the whole week (60 s set): pieces of 3 hours took 16.5-19.3 s of Prometheus CPU and its heap to 55-60
-# MiB, of 6 hours 12.4-13.4 s and 65-67 (the `or` at 3 hours: 16.0-16.4 s, 70-74); 300 s set: 8 hours
-# 3.3-3.7 s, 38-45 MiB, 16 hours 3.8-4.2 s, 50-52 (the `or` at 8 hours: 3.9-5.4 s, 47-48; the build's
-# peak there, 55-56 MiB, is the big passes'). 3 % since Prometheus answers uncompressed (sending is
-# faster than gzipping, so the regrouped copies pile up quicker): at 6 % the 300 s set's summaries took its
-# heap to 64-66 MiB, over the big passes' 54-61 (1.69-1.81x KRR's), at 3 % 46 (8-hour pieces, 1.49x);
-# the 60 s set's summaries (3-hour pieces) cost 14.9 s of Prometheus CPU and 9.9 s of wall against 12.1
-# and 8.1 at 6 % (2026-11-28, alone on the machine).
-_SHARE = 0.03
-_FINE = 60.0  # seconds between samples at which a piece is `_PIECE` at most
 _NONE = array("d", [math.nan] * HOURS)  # a day without values, copied for each series
 _Day = dict[tuple[str, ...], "array[float]"]  # a series' labels -> its hourly values of a day (NaN: none)
 
@@ -158,7 +134,7 @@ def summarize(
     days: int,
     progress: Callable[[str], None],
     checkpoint: Checkpoint | None = None,
-    interval: float = _FINE,
+    interval: float = SUMMARY_FINE,
     series: float = 0.0,
     budget: int = 0,
     parallel: int = 2,
@@ -171,7 +147,7 @@ def summarize(
     kept are not asked again, and the whole days asked are kept. `interval`: seconds between samples
     (the pieces' length is bounded by the raw samples they read). `series`: the live series a query
     selects (CPU's, as many memory ones), `budget`: points one query may hold (the build's per-query
-    budget); a piece is the whole hours whose series x steps are under `_SHARE` of it, at least one
+    budget); a piece is the whole hours whose series x steps are under `SUMMARY_SHARE` of it, at least one
     (0: unknown). `parallel`: days asked at once (two: Prometheus evaluates them on both cores while
     the answers are read here; one for a small fleet, whose heap it halves for a second or two)."""
     asks = queries.usage_by_controller(namespaces, rate_window=rate_window, recorded=recorded)
@@ -187,9 +163,9 @@ def summarize(
 
     widest = [0]  # the most series an answer held so far (the pieces are sized by it)
     sized = threading.Event()  # the first piece is answered: the other days start sized by it
-    longest = int(min(DAY, max(_PIECE, _PIECE * interval / _FINE))) // HOUR * HOUR
+    longest = int(min(DAY, max(SUMMARY_PIECE, SUMMARY_PIECE * interval / SUMMARY_FINE))) // HOUR * HOUR
     if series > 0 and budget > 0:
-        longest = min(longest, max(1, int(_SHARE * budget // series)) * HOUR)
+        longest = min(longest, max(1, int(SUMMARY_SHARE * budget // series)) * HOUR)
 
     def asked(bounds: tuple[float, float], leads: bool) -> _Day:
         """The hourly values in (lo, hi], asked a few hours at a time; kept when a whole UTC day.
@@ -201,8 +177,8 @@ def summarize(
             while start < hi:
                 if not leads:
                     sized.wait()
-                first = min(_PIECE, longest)
-                piece = max(HOUR, min(longest, _POINTS // widest[0] * HOUR)) if widest[0] else first
+                first = min(SUMMARY_PIECE, longest)
+                piece = max(HOUR, min(longest, SUMMARY_POINTS // widest[0] * HOUR)) if widest[0] else first
                 stop = min(hi, start + piece)
                 for stat, query in asks.items():  # one kind a query: see queries.usage_by_controller
                     answer = prom.range_points(query, start=start + HOUR, end=stop, step=HOUR)

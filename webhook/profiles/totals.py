@@ -25,18 +25,15 @@ from typing import Any
 from webhook.core.profile import ContainerProfile, Recommendation, UsageTotals
 from webhook.core.workload import WorkloadKey
 from webhook.profiles import queries
+from webhook.profiles.budgets import MIN_SPAN, TOTALS_STEP
 from webhook.profiles.checkpoint import Checkpoint
 from webhook.profiles.identity import Owners
 from webhook.profiles.prometheus import Prometheus, PrometheusError, Sample, TooManySamplesError
 from webhook.profiles.slices import DAY, SeriesId, aligned_cut
 from webhook.profiles.strategy import round_up
 
-__all__ = [
-    "STEP", "Peaks", "Scope", "attach_totals", "fetch_totals", "group_of", "hpa_scope", "scope_pattern",
-]
+__all__ = ["Peaks", "Scope", "attach_totals", "fetch_totals", "group_of", "hpa_scope", "scope_pattern"]
 
-STEP = 300  # the totals' resolution at least: a peak of the whole moves slowly, and each step costs a pass
-_MIN_SPAN = 3600
 _POD_GROUP = re.compile(queries.POD_GROUP)
 Peaks = dict[tuple[str, str, str], dict[str, float]]  # (namespace, group, container) -> stat -> peak
 
@@ -143,7 +140,7 @@ def fetch_totals(
         with contextlib.suppress(PrometheusError):
             counted = prom.instant(queries.live_series(namespaces, pod_patterns=patterns), at=end)
             asked = min(asked, sum(sample.value for sample in counted))
-    step = max(step, STEP)
+    step = max(step, TOTALS_STEP)
     lock = threading.Lock()  # pieces are asked two at a time (the client bounds the build's queries)
 
     def ask(patterns: Mapping[str, str | None], lo: float, hi: float, into: Peaks) -> None:
@@ -155,7 +152,7 @@ def fetch_totals(
         try:
             answer = prom.instant(query, at=hi)
         except TooManySamplesError:
-            if span <= _MIN_SPAN:
+            if span <= MIN_SPAN:
                 raise
             middle = lo + (span // 2 // step) * step
             ask(patterns, lo, middle, into)
@@ -173,7 +170,7 @@ def fetch_totals(
         # is run over the Pod names of each block a query reads (a group over the whole window reads all).
         days = max(1, min(parts, window // DAY)) if scope is not None else 1
         groups = _groups(scope, -(-parts // days)) if scope is not None else [patterns]
-        sliced = max(1, min(-(-parts // len(groups)), window // _MIN_SPAN))
+        sliced = max(1, min(-(-parts // len(groups)), window // MIN_SPAN))
         width = max(step, window // sliced // step * step)
         bounds = [end - window + i * width for i in range(sliced)] + [end]
         cut = [(lo, hi) for lo, hi in itertools.pairwise(bounds) if hi > lo]
