@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webhook.profiles.followups import _run, startup_groups
 from webhook.profiles.prometheus import joined
 from webhook.profiles.slices import DAY
+from webhook.profiles.startups import _run, startup_groups
 
 
 class TestStartUpReads:

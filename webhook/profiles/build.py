@@ -26,13 +26,12 @@ from webhook.profiles.budgets import BuildSettings, fleet_budget, totals_pieces
 from webhook.profiles.checkpoint import Checkpoint
 from webhook.profiles.connection import PrometheusConnection
 from webhook.profiles.cpustat import exact_cpu
-from webhook.profiles.followups import StartupReads, fetch_short_series, seen_without_start
-from webhook.profiles.followups import startups as read_startups
 from webhook.profiles.identity import read_owners
 from webhook.profiles.passes import Meter, Passes
 from webhook.profiles.prometheus import Prometheus, PrometheusError, Sample
 from webhook.profiles.resolution import Resolution, choose, points
 from webhook.profiles.shards import Shard, estimate, plan
+from webhook.profiles.shortseries import fetch_short_series, seen_without_start
 from webhook.profiles.sizing import Live, Scrape, read_scrape
 from webhook.profiles.slices import (
     SeriesId,
@@ -40,6 +39,7 @@ from webhook.profiles.slices import (
     auto_slices,
     series_id,
 )
+from webhook.profiles.startups import StartupReads, read_startups
 from webhook.profiles.store import ProfileDocument, WorkloadEntry
 from webhook.profiles.strategy import ContainerHistory, recommend, round_up
 from webhook.profiles.summarize import summarize
