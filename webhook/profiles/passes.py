@@ -12,6 +12,7 @@ previous profiles of those namespaces.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -21,12 +22,23 @@ from dataclasses import dataclass
 from webhook.profiles import queries
 from webhook.profiles.budgets import MIN_SPAN, PASS_RETRIES, PASS_SPLITS, BuildSettings
 from webhook.profiles.checkpoint import Checkpoint
-from webhook.profiles.prometheus import OverloadedError, Prometheus, TooManySamplesError
-from webhook.profiles.shards import Shard
-from webhook.profiles.slices import DAY, By, SeriesId, SliceRecords, aligned_cut, by_series, even_cut, per_day
+from webhook.profiles.prometheus import OverloadedError, Prometheus, PrometheusError, TooManySamplesError
+from webhook.profiles.shards import Shard, estimate, plan
+from webhook.profiles.sizing import Live, Scrape
+from webhook.profiles.slices import (
+    DAY,
+    By,
+    SeriesId,
+    SliceRecords,
+    aligned_cut,
+    auto_slices,
+    by_series,
+    even_cut,
+    per_day,
+)
 from webhook.profiles.slices import records as joined
 
-__all__ = ["Meter", "Passes", "Unread"]
+__all__ = ["Meter", "Passes", "Unread", "plan_passes"]
 
 Bounds = tuple[float, float]
 Meter = Callable[[int, int, int], None]  # units done, units planned, samples read so far
@@ -192,6 +204,62 @@ class Passes:
         where = f", {len(kept)} from the checkpoint" if kept else ""
         self.progress(f"  {len(out)} series values from {len(grid)} slice(s){where}")
         return out
+
+
+    def unread_namespaces(self) -> dict[str, str]:
+        """Each namespace some piece could not read, with the first reason; raises PrometheusError when
+        that is every namespace of the scope (the build read nothing it could write)."""
+        out: dict[str, str] = {}
+        for piece in self.unread:
+            for namespace in piece.shard.namespaces or self.namespaces():
+                out.setdefault(namespace, piece.reason)
+        if out and set(out) >= set(self.namespaces()):
+            first = next(iter(out.values()))
+            raise PrometheusError(f"the big passes could not be read for any namespace of the scope: {first}")
+        return out
+
+
+def plan_passes(
+    prom: Prometheus,
+    settings: BuildSettings,
+    *,
+    scrape: Scrape,
+    end: float,
+    progress: Callable[[str], None],
+    checkpoint: Checkpoint | None,
+    meter: Meter | None,
+) -> Passes:
+    """The big passes' time slices and shards, from the live series of each namespace and container."""
+    window, step = queries.duration(settings.window), queries.duration(settings.step)
+    live, interval = scrape.live, scrape.interval()
+    total = scrape.total()
+    # A CPU subquery holds a point per step, the memory pass one per raw sample: the finer counts.
+    slices = settings.slices or auto_slices(series=total, window=window,
+                                            interval=min(step, interval) if interval > 0 else step,
+                                            samples_per_query=settings.samples_per_query)
+    span = window / slices
+    resolution = {ns: min(step, found) if found > 0 else step for ns, found in scrape.intervals().items()}
+    finest = min(resolution.values(), default=float(step))
+    known: list[str] = list(settings.namespaces)
+
+    def namespaces() -> list[str]:
+        """Every namespace with history in the window (an index lookup, asked when first needed)."""
+        if not known:
+            selector = queries.selector(queries.MEMORY_METRIC)
+            known.extend(prom.label_values("namespace", match=selector, start=end - window, end=end))
+        return known
+
+    shards = [Shard()]
+    if estimate(total, span=span, resolution=finest) > settings.max_samples:
+        counts: Live = {namespace: {} for namespace in namespaces()} | live
+        shards = plan(counts, span=span, resolution=resolution, budget=settings.max_samples)
+    sharded = f" x {len(shards)} shards of <= {settings.max_samples:,} samples" if len(shards) > 1 else ""
+    progress(f"  {total:.0f} live series every {interval:g}s at a {step}s step: the big passes in "
+             f"{slices} slice(s)"
+             + (" or more, on whole days" if checkpoint else "") + sharded)
+    planned = dataclasses.replace(settings, slices=slices)
+    return Passes(prom, settings=planned, end=end, shards=shards, namespaces=namespaces,
+                  progress=progress, checkpoint=checkpoint, meter=meter)
 
 
 def _short(reason: str) -> str:

@@ -64,6 +64,10 @@ class Scrape:
     def intervals(self) -> dict[str, float]:
         return {ns: self.interval(ns) for ns in set(self.per_hour) | set(self.oldest) | set(self.live)}
 
+    def total(self) -> float:
+        """Live series over every namespace and container."""
+        return sum(sum(containers.values()) for containers in self.live.values())
+
 
 def read_scrape(
     prom: Prometheus, namespaces: Sequence[str], *, end: float, pods: float | None, start: float | None = None
