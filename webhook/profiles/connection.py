@@ -11,6 +11,7 @@ value into a message, a `repr` or a log line.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import ipaddress
 import re
@@ -19,7 +20,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from webhook.profiles.httpclient import build_client
+from webhook.profiles.httpclient import ExplainedTransport, FileAuth, explain_status, tls_context
 from webhook.profiles.prometheus import Prometheus
 from webhook.profiles.queries import quote
 
@@ -242,8 +243,38 @@ class PrometheusConnection:
         return found
 
     def client(self) -> httpx.Client:
-        """A new HTTP client with these credentials, headers and TLS settings (see `httpclient`)."""
-        return build_client(self)
+        """A new HTTP client with these credentials, headers and TLS settings (see `httpclient`). Wrong
+        settings fail here (an unreadable CA or client certificate) or on the first request."""
+        headers = dict(self.headers)
+        if not self.compressed and not any(name.lower() == "accept-encoding" for name in headers):
+            headers["Accept-Encoding"] = "identity"  # plain answers: see `compressed`
+        auth = FileAuth(token_file=self.bearer_token_file, username=self.username, password=self.password,
+                        password_file=self.password_file)
+        tls = tls_context(ca_file=self.ca_file, cert_file=self.cert_file, key_file=self.key_file,
+                          insecure=self.insecure_skip_verify)
+        explained = functools.partial(explain_status, where=self.display_url, refused=self._refused())
+        return httpx.Client(
+            auth=auth,
+            headers=headers,
+            timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
+            transport=ExplainedTransport(httpx.HTTPTransport(verify=tls), where=self.display_url),
+            event_hooks={"response": [explained]},
+        )
+
+    def _refused(self) -> str:
+        """What to check when the server refuses the credentials sent (or wants some)."""
+        if self.bearer_token_file:
+            return f"the token in --prometheus-bearer-token-file {self.bearer_token_file} was refused"
+        if self.username:
+            source = (
+                f"--prometheus-password-file {self.password_file}" if self.password_file
+                else "POD_TAILOR_PROMETHEUS_PASSWORD"
+            )
+            return f"user {self.username!r} was refused: check --prometheus-username and {source}"
+        return (
+            "the server wants credentials and none were sent: give --prometheus-bearer-token-file, or "
+            "--prometheus-username with --prometheus-password-file"
+        )
 
     def open(self) -> Prometheus:
         """The query adapter over a new client; every query gets the selector's matchers."""

@@ -1,4 +1,6 @@
-"""The HTTP client of a `PrometheusConnection`: credentials from files, TLS, and errors that name the option.
+"""The parts of a Prometheus HTTP client: credentials from files, TLS, and errors that name the option.
+
+`PrometheusConnection.client` puts them together from its settings; they read nothing else of it.
 
 A projected service-account token is rotated by the kubelet about every hour and a mounted Secret
 changes in place, so credential files are read again whenever their modification time, size or inode
@@ -13,99 +15,69 @@ import ssl
 import threading
 from collections.abc import Generator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import certifi
 import httpx
 
 from webhook.profiles.prometheus import PrometheusError
 
-if TYPE_CHECKING:
-    from webhook.profiles.connection import PrometheusConnection
-
-__all__ = ["build_client"]
-
-
-def build_client(connection: PrometheusConnection) -> httpx.Client:
-    """Wrong settings fail here (an unreadable CA or client certificate) or on the first request."""
-    headers = dict(connection.headers)
-    if not connection.compressed and not any(name.lower() == "accept-encoding" for name in headers):
-        headers["Accept-Encoding"] = "identity"  # plain answers: see PrometheusConnection.compressed
-    return httpx.Client(
-        auth=_FileAuth(connection),
-        headers=headers,
-        timeout=httpx.Timeout(connection.timeout, connect=min(connection.timeout, 10.0)),
-        transport=_Explained(httpx.HTTPTransport(verify=_tls(connection)), connection),
-        event_hooks={"response": [lambda response: _explain_status(connection, response)]},
-    )
+__all__ = ["ExplainedTransport", "FileAuth", "explain_status", "tls_context"]
 
 
 def _reason(exc: BaseException) -> str:
     return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
 
 
-def _tls(connection: PrometheusConnection) -> ssl.SSLContext:
-    if connection.insecure_skip_verify:
+def tls_context(
+    *, ca_file: str | None, cert_file: str | None, key_file: str | None, insecure: bool
+) -> ssl.SSLContext:
+    """The TLS context of `--prometheus-ca-file`, `--prometheus-cert-file`/`-key-file` and
+    `--prometheus-insecure-skip-verify`; a file that cannot be loaded is a PrometheusError naming it."""
+    if insecure:
         context = ssl.create_default_context()
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     else:
         try:
-            context = ssl.create_default_context(cafile=connection.ca_file or certifi.where())
+            context = ssl.create_default_context(cafile=ca_file or certifi.where())
         except (OSError, ssl.SSLError) as exc:
-            raise PrometheusError(
-                f"--prometheus-ca-file {connection.ca_file}: cannot load: {_reason(exc)}"
-            ) from None
-    if connection.cert_file and connection.key_file:
+            raise PrometheusError(f"--prometheus-ca-file {ca_file}: cannot load: {_reason(exc)}") from None
+    if cert_file and key_file:
         try:
-            context.load_cert_chain(connection.cert_file, connection.key_file)
+            context.load_cert_chain(cert_file, key_file)
         except (OSError, ssl.SSLError) as exc:
             raise PrometheusError(
-                f"--prometheus-cert-file {connection.cert_file} / --prometheus-key-file "
-                f"{connection.key_file}: cannot load the client certificate: {_reason(exc)}"
+                f"--prometheus-cert-file {cert_file} / --prometheus-key-file "
+                f"{key_file}: cannot load the client certificate: {_reason(exc)}"
             ) from None
     return context
 
 
-def _explain_status(connection: PrometheusConnection, response: httpx.Response) -> None:
-    """Answers that mean a wrong setting become errors that say which one."""
+def explain_status(response: httpx.Response, *, where: str, refused: str) -> None:
+    """Answers that mean a wrong setting become errors that say which one (a response hook). `where`:
+    the server as messages show it; `refused`: what to check when it refuses the credentials."""
     status = response.status_code
     if status not in (400, 401, 403, 404, 407):
         return  # Prometheus' own JSON errors (bad_data, timeout, ...) are read by the adapter
     response.read()
     body = response.text[:200].strip()
-    where = f"Prometheus at {connection.display_url}: HTTP {status}"
+    said = f"Prometheus at {where}: HTTP {status}"
     if "no org id" in body.lower():
         raise PrometheusError(
-            f"{where} ({body!r}): a multi-tenant server (Mimir, Cortex, Thanos receive) wants the tenant: "
+            f"{said} ({body!r}): a multi-tenant server (Mimir, Cortex, Thanos receive) wants the tenant: "
             "--prometheus-header 'X-Scope-OrgID: <tenant>'"
         )
     if status == 400 and "HTTPS server" in body:
-        raise PrometheusError(f"{where}: the server speaks HTTPS: use https:// in --prometheus-url")
+        raise PrometheusError(f"{said}: the server speaks HTTPS: use https:// in --prometheus-url")
     if status in (401, 407):
-        raise PrometheusError(f"{where} ({body!r}): {_refused(connection)}")
+        raise PrometheusError(f"{said} ({body!r}): {refused}")
     if status == 403:
-        raise PrometheusError(f"{where}: the credentials were accepted but may not read this (permissions)")
+        raise PrometheusError(f"{said}: the credentials were accepted but may not read this (permissions)")
     if status == 404:
         raise PrometheusError(
-            f"{where} for {response.request.url.path}: no Prometheus API there: check --prometheus-url and "
+            f"{said} for {response.request.url.path}: no Prometheus API there: check --prometheus-url and "
             "its path prefix (Mimir serves the API under /prometheus)"
         )
-
-
-def _refused(connection: PrometheusConnection) -> str:
-    if connection.bearer_token_file:
-        return f"the token in --prometheus-bearer-token-file {connection.bearer_token_file} was refused"
-    if connection.username:
-        source = (
-            f"--prometheus-password-file {connection.password_file}" if connection.password_file
-            else "POD_TAILOR_PROMETHEUS_PASSWORD"
-        )
-        return f"user {connection.username!r} was refused: check --prometheus-username and {source}"
-    return (
-        "the server wants credentials and none were sent: give --prometheus-bearer-token-file, or "
-        "--prometheus-username with --prometheus-password-file"
-    )
 
 
 class _Watched:
@@ -133,14 +105,15 @@ class _Watched:
         return text
 
 
-class _FileAuth(httpx.Auth):
+class FileAuth(httpx.Auth):
     """The Authorization header: a bearer token or user + password, files read again when they change."""
 
-    def __init__(self, connection: PrometheusConnection) -> None:
-        self.username, self.password = connection.username, connection.password
-        token, password = connection.bearer_token_file, connection.password_file
-        self.token = _Watched(token, "--prometheus-bearer-token-file") if token else None
-        self.password_file = _Watched(password, "--prometheus-password-file") if password else None
+    def __init__(
+        self, *, token_file: str | None, username: str | None, password: str | None, password_file: str | None
+    ) -> None:
+        self.username, self.password = username, password
+        self.token = _Watched(token_file, "--prometheus-bearer-token-file") if token_file else None
+        self.password_file = _Watched(password_file, "--prometheus-password-file") if password_file else None
 
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
         if self.token is not None:
@@ -162,11 +135,12 @@ _TLS_HINTS: Sequence[tuple[str, str]] = (
 )
 
 
-class _Explained(httpx.BaseTransport):
-    """TLS failures turned into errors that name the option to change."""
+class ExplainedTransport(httpx.BaseTransport):
+    """TLS failures turned into errors that name the option to change; `where`: the server as
+    messages show it."""
 
-    def __init__(self, inner: httpx.BaseTransport, connection: PrometheusConnection) -> None:
-        self.inner, self.connection = inner, connection
+    def __init__(self, inner: httpx.BaseTransport, *, where: str) -> None:
+        self.inner, self.where = inner, where
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         try:
@@ -175,8 +149,7 @@ class _Explained(httpx.BaseTransport):
             hint = next((hint for marker, hint in _TLS_HINTS if marker in str(exc)), None)
             if hint is None:
                 raise
-            where = self.connection.display_url
-            raise PrometheusError(f"cannot reach Prometheus at {where}: {hint} ({exc})") from None
+            raise PrometheusError(f"cannot reach Prometheus at {self.where}: {hint} ({exc})") from None
 
     def close(self) -> None:
         self.inner.close()
