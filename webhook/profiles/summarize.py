@@ -1,27 +1,24 @@
 """The build's pass for drawable summaries: each container's usage hour by hour over the last days.
 
 Why not more quantiles in the big passes: each `quantile_over_time` reads every sample of the window
-again, the most expensive thing a build does. This pass asks instead, six hours at a time at first,
-then as many hours as keep an answer under `SUMMARY_POINTS` (at 2,000 workloads a day's answer parsed whole,
-two in flight, was the peak of a build's memory; a small fleet's day is one query), for range
-queries (one for CPU, one for memory) at 1-hour steps of the usage averaged over the Pods of each
-controller (`usage_by_controller`): one series per ReplicaSet, DaemonSet or Job, not one per Pod.
-Those hourly points give the 24-point day (their mean by UTC hour) and the distribution (their
-quantiles). The quantiles are therefore of hourly averages over the replicas: flatter than the
-per-Pod usage the recommendation's own p95 and peak are measured on, which is why the charts draw
-both. With a checkpoint, the whole UTC days are kept (`checkpoint.Checkpoint.keep_day`) and not
-asked again.
+again, the most expensive thing a build does. This pass asks instead for range queries (one for CPU,
+one for memory) at 1-hour steps of the usage averaged over the Pods of each controller
+(`queries.usage_by_controller`): one series per ReplicaSet, DaemonSet or Job, not one per Pod. Those
+hourly points give the 24-point day (their mean by UTC hour) and the distribution (their quantiles).
+The quantiles are therefore of hourly averages over the replicas: flatter than the per-Pod usage the
+recommendation's own p95 and peak are measured on, which is why the charts draw both. With a
+checkpoint, the whole UTC days are kept (`checkpoint.Checkpoint.keep_day`) and not asked again.
 
-What it costs is Prometheus', and not the points: on the 60 s peer set (4,668 series of each kind, 7
-days) Prometheus spends about half of it selecting the series and decoding the raw samples (a chunk
-is decoded from its start, so an hourly step over 2-hour chunks decodes nearly every sample: about
-3.5 s for CPU's rate, 2.5 s for memory, whatever the pieces), then per kind about 0.9 s relabelling,
-0.9 s averaging and 1.1 s writing 250,000 points as JSON. Asked as one `or` of both kinds in 3-hour
-pieces, then as one query per kind in 6-hour pieces read without a tuple per point (four interleaved
-pairs, own Prometheus, load 4-8): Prometheus CPU 16.0-23.6 -> 12.4-17.7 s (18-25 % less in each
-pair), ours 5.2-8.3 -> 2.6-3.5 s (50-58 % less), heap peak 69-74 -> 65-71 MiB; on the 300 s set
-3.9-5.9 -> 3.8-4.7 s, 1.7-2.3 -> 1.1-1.3 s, 47-53 -> 50-53 MiB. The per-point reader of `lean`
-(built for long series) is slower here: 6-point series, its per-series work dominates.
+A day is asked in pieces (`budgets.SUMMARY_PIECE` at first, then as many hours as keep an answer
+under `SUMMARY_POINTS` and the series x hourly steps under `SUMMARY_SHARE` of the per-query budget;
+a small fleet's day is one query): what Prometheus' heap grows by is each piece's relabelled and
+regrouped copy of every series, while what it costs in CPU is mostly selecting the series and
+decoding the raw samples (a chunk is decoded from its start, so an hourly step over 2-hour chunks
+decodes nearly every sample, whatever the pieces), then relabelling, averaging and writing the
+points as JSON. One kind a query, not one `or` of both (the union relabels and matches every series
+at every step again), each answer read without a tuple per point (`Prometheus.range_points`; the
+per-point reader of `matrix`, built for long series, is slower on these 6-point series).
+docs/benchmarks.md has the figures.
 """
 
 from __future__ import annotations
@@ -140,102 +137,154 @@ def summarize(
     parallel: int = 2,
 ) -> dict[WorkloadKey, dict[str, UsageSummary]]:
     """Summaries by workload and container from the last `days` (a range query a day for a small fleet,
-    up to four for a large one); a query
-    that fails leaves the summaries out (they are for drawing; the profiles do not need them).
+    up to four for a large one); a query that fails leaves the summaries out (they are for drawing;
+    the profiles do not need them).
 
     With a `checkpoint` the days are UTC days (and the partial ones at the edges): the whole days it
     kept are not asked again, and the whole days asked are kept. `interval`: seconds between samples
     (the pieces' length is bounded by the raw samples they read). `series`: the live series a query
     selects (CPU's, as many memory ones), `budget`: points one query may hold (the build's per-query
-    budget); a piece is the whole hours whose series x steps are under `SUMMARY_SHARE` of it, at least one
-    (0: unknown). `parallel`: days asked at once (two: Prometheus evaluates them on both cores while
-    the answers are read here; one for a small fleet, whose heap it halves for a second or two)."""
+    budget); a piece is the whole hours whose series x steps are under `SUMMARY_SHARE` of it, at least
+    one (0: unknown). `parallel`: days asked at once (two: Prometheus evaluates them on both cores
+    while the answers are read here; one for a small fleet, whose heap it halves for a second or two)."""
     asks = queries.usage_by_controller(namespaces, rate_window=rate_window, recorded=recorded)
-    usage: defaultdict[tuple[WorkloadKey, str, str], _Usage] = defaultdict(_Usage)
+    usage = _Usages(owners, kinds=set(asks))
+    cut = _days(end, days=days, aligned=checkpoint is not None)
+    reader = _DayReader(prom, asks, longest=_longest_piece(interval, series=series, budget=budget),
+                        checkpoint=checkpoint, end=end)
+    kept: set[tuple[float, float]] = set()
+    try:
+        for bounds in cut:  # a day at a time: a week of them is 2.4 M points
+            day = reader.kept(bounds)
+            if day is not None:
+                usage.add(day, bounds[0])
+                kept.add(bounds)
+        asking = [bounds for bounds in cut if bounds not in kept]
+        with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
+            leading = [number == 0 for number in range(len(asking))]
+            for (lo, _), day in zip(asking, pool.map(reader.read, asking, leading), strict=True):
+                usage.add(day, lo)
+    except PrometheusError as exc:
+        progress(f"  summaries left out: {exc}")
+        return {}
+    out = usage.summaries(basis=f"hourly averages over the Pods, last {days}d")
+    drawn = sum(len(c) for c in out.values())
+    progress(f"  summaries: {drawn} containers from {days} day(s) of hourly usage")
+    return out
+
+
+def _days(end: float, *, days: int, aligned: bool) -> list[tuple[float, float]]:
+    """The last `days` before the last whole hour: UTC days (and the partial ones at the edges) when
+    `aligned` (what a checkpoint keeps), else days back from that hour."""
     last = end - end % HOUR
-    if checkpoint is None:
-        cut = [(last - (number + 1) * DAY, last - number * DAY) for number in range(days)]
-    else:
-        cut = aligned_cut(last - days * DAY, last, unit=DAY, step=HOUR)
+    if not aligned:
+        return [(last - (number + 1) * DAY, last - number * DAY) for number in range(days)]
+    return aligned_cut(last - days * DAY, last, unit=DAY, step=HOUR)
 
-    def whole(bounds: tuple[float, float]) -> bool:
-        return checkpoint is not None and bounds[1] - bounds[0] == DAY and bounds[1] % DAY == 0
 
-    widest = [0]  # the most series an answer held so far (the pieces are sized by it)
-    sized = threading.Event()  # the first piece is answered: the other days start sized by it
+def _longest_piece(interval: float, *, series: float, budget: int) -> int:
+    """Seconds one query may span at most: `SUMMARY_PIECE` at data every `SUMMARY_FINE` seconds,
+    longer at coarser data (up to a day), and no more whole hours than keep its series x hourly
+    steps under `SUMMARY_SHARE` of `budget` (at least one)."""
     longest = int(min(DAY, max(SUMMARY_PIECE, SUMMARY_PIECE * interval / SUMMARY_FINE))) // HOUR * HOUR
     if series > 0 and budget > 0:
         longest = min(longest, max(1, int(SUMMARY_SHARE * budget // series)) * HOUR)
+    return longest
 
-    def asked(bounds: tuple[float, float], leads: bool) -> _Day:
-        """The hourly values in (lo, hi], asked a few hours at a time; kept when a whole UTC day.
-        `leads`: the first day asked; the others wait for its first piece (pieces the same every run)."""
+
+class _DayReader:
+    """The hourly values of a day, asked a few hours at a time and kept when a whole UTC day.
+
+    The first day asked sizes the pieces of every other one by its first answer (the most series an
+    answer held), so the pieces are the same from one run to the next."""
+
+    def __init__(
+        self, prom: Prometheus, asks: Mapping[str, str], *, longest: int, checkpoint: Checkpoint | None,
+        end: float,
+    ) -> None:
+        self.prom, self.asks, self.longest, self.checkpoint, self.end = prom, asks, longest, checkpoint, end
+        self.widest = 0  # the most series an answer held so far (the pieces are sized by it)
+        self.sized = threading.Event()  # the first piece is answered: the other days start sized by it
+
+    def kept(self, bounds: tuple[float, float]) -> _Day | None:
+        """The day the checkpoint kept for `bounds`, if it is a whole UTC day and readable."""
+        if self.checkpoint is None or not _whole(bounds):
+            return None
+        rows = self.checkpoint.take_day(_KIND, bounds[1])
+        return _from_rows(rows) if rows is not None else None
+
+    def read(self, bounds: tuple[float, float], leads: bool) -> _Day:
+        """The hourly values in (lo, hi]. `leads`: the first day asked; the others wait for its first
+        piece."""
         lo, hi = bounds
         day: _Day = {}
         start = int(lo)
         try:
             while start < hi:
                 if not leads:
-                    sized.wait()
-                first = min(SUMMARY_PIECE, longest)
-                piece = max(HOUR, min(longest, SUMMARY_POINTS // widest[0] * HOUR)) if widest[0] else first
-                stop = min(hi, start + piece)
-                for stat, query in asks.items():  # one kind a query: see queries.usage_by_controller
-                    answer = prom.range_points(query, start=start + HOUR, end=stop, step=HOUR)
-                    widest[0] = max(widest[0], len(answer))
-                    for found, points in answer:  # 6 points a series: the per-series work counts
-                        labels = (found.get("namespace", ""), found.get("controller", ""),
-                                  found.get("container", ""), stat)  # _LABELS
-                        values = day.get(labels)
-                        if values is None:
-                            values = day[labels] = array("d", _NONE)
-                        for at, value in points:
-                            values[round((at - lo) / HOUR) - 1] = float(value)
-                    del answer
-                sized.set()
+                    self.sized.wait()
+                piece = self._piece()
+                for stat, query in self.asks.items():  # one kind a query: see queries.usage_by_controller
+                    self._ask(day, stat, query, lo=lo, start=start, stop=min(hi, start + piece))
+                self.sized.set()
                 start += piece
         finally:
-            sized.set()  # a first day that failed holds no other
-        if checkpoint is not None and whole(bounds):
-            checkpoint.keep_day(_KIND, hi, _rows(day), end=end)
+            self.sized.set()  # a first day that failed holds no other
+        if self.checkpoint is not None and _whole(bounds):
+            self.checkpoint.keep_day(_KIND, hi, _rows(day), end=self.end)
         return day
 
-    def add(found: Iterable[tuple[tuple[str, ...], array[float]]], lo: float) -> None:
-        for names, values in found:
-            labels = dict(zip(_LABELS, names, strict=True))
-            key = _key(owners, labels)
-            stat = labels["stat"]
-            if key is not None and stat in asks:
-                usage[(*key, stat)].add(lo, values)
+    def _piece(self) -> int:
+        if not self.widest:
+            return min(SUMMARY_PIECE, self.longest)
+        return max(HOUR, min(self.longest, SUMMARY_POINTS // self.widest * HOUR))
 
-    kept: set[tuple[float, float]] = set()
-    try:
-        for bounds in cut:  # a day at a time: a week of them is 2.4 M points
-            rows = checkpoint.take_day(_KIND, bounds[1]) if checkpoint is not None and whole(bounds) else None
-            day = _from_rows(rows) if rows is not None else None
-            if day is not None:
-                add(day.items(), bounds[0])
-                kept.add(bounds)
-        asking = [bounds for bounds in cut if bounds not in kept]
-        with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
-            leading = [number == 0 for number in range(len(asking))]
-            for (lo, _), day in zip(asking, pool.map(asked, asking, leading), strict=True):
-                add(day.items(), lo)
-    except PrometheusError as exc:
-        progress(f"  summaries left out: {exc}")
-        return {}
-    out: defaultdict[WorkloadKey, dict[str, UsageSummary]] = defaultdict(dict)
-    for key, container in {(k, c) for k, c, _ in usage}:
-        cpu = usage.get((key, container, "cpu"), _Usage())
-        memory = usage.get((key, container, "memory"), _Usage())
-        out[key][container] = UsageSummary(
-            cpu=cpu.quantiles(),
-            memory=memory.quantiles(),
-            cpu_by_hour=cpu.by_hour(),
-            memory_by_hour=memory.by_hour(),
-            samples=max(len(cpu.values), len(memory.values)),
-            basis=f"hourly averages over the Pods, last {days}d",
-        )
-    drawn = sum(len(c) for c in out.values())
-    progress(f"  summaries: {drawn} containers from {days} day(s) of hourly usage")
-    return dict(out)
+    def _ask(self, day: _Day, stat: str, query: str, *, lo: float, start: int, stop: float) -> None:
+        """One kind's hourly values in (start, stop] into `day`, whose first hour ends at `lo` + 1 h."""
+        answer = self.prom.range_points(query, start=start + HOUR, end=stop, step=HOUR)
+        self.widest = max(self.widest, len(answer))
+        for found, points in answer:  # 6 points a series: the per-series work counts
+            labels = (found.get("namespace", ""), found.get("controller", ""),
+                      found.get("container", ""), stat)  # _LABELS
+            values = day.get(labels)
+            if values is None:
+                values = day[labels] = array("d", _NONE)
+            for at, value in points:
+                values[round((at - lo) / HOUR) - 1] = float(value)
+
+
+def _whole(bounds: tuple[float, float]) -> bool:
+    """Whether `bounds` is a whole UTC day (what a checkpoint keeps)."""
+    return bounds[1] - bounds[0] == DAY and bounds[1] % DAY == 0
+
+
+class _Usages:
+    """Every container's `_Usage` by kind, from the days' hourly values as they come."""
+
+    def __init__(self, owners: Owners, *, kinds: set[str]) -> None:
+        self.owners, self.kinds = owners, kinds
+        self.usage: defaultdict[tuple[WorkloadKey, str, str], _Usage] = defaultdict(_Usage)
+
+    def add(self, day: _Day, lo: float) -> None:
+        for names, values in day.items():
+            labels = dict(zip(_LABELS, names, strict=True))
+            key = _key(self.owners, labels)
+            stat = labels["stat"]
+            if key is not None and stat in self.kinds:
+                self.usage[(*key, stat)].add(lo, values)
+
+    def summaries(self, *, basis: str) -> dict[WorkloadKey, dict[str, UsageSummary]]:
+        out: defaultdict[WorkloadKey, dict[str, UsageSummary]] = defaultdict(dict)
+        usage = self.usage
+        for key, container in {(k, c) for k, c, _ in usage}:
+            cpu = usage.get((key, container, "cpu"), _Usage())
+            memory = usage.get((key, container, "memory"), _Usage())
+            out[key][container] = UsageSummary(
+                cpu=cpu.quantiles(),
+                memory=memory.quantiles(),
+                cpu_by_hour=cpu.by_hour(),
+                memory_by_hour=memory.by_hour(),
+                samples=max(len(cpu.values), len(memory.values)),
+                basis=basis,
+            )
+        return dict(out)
