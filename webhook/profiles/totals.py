@@ -129,65 +129,119 @@ def fetch_totals(
     if scope is not None and not any(scope.values()):
         progress("  workload totals: no HPA scales on cpu or memory in these namespaces, none asked")
         return {}
-    patterns: dict[str, str | None] = (
+    patterns: _Patterns = (
         dict.fromkeys(RESOURCES) if scope is None
         else {resource: scope_pattern(scaled) for resource, scaled in scope.items() if scaled}
     )
+    asked = _series_asked(prom, namespaces, patterns, scope=scope, live=live, pieces=pieces, end=end)
+    step = max(step, TOTALS_STEP)
+    cut, groups = _cut(scope, patterns, parts=max(1, pieces(asked)), window=window, step=step, end=end,
+                       aligned=checkpoint is not None)
+    kind = "totals " + hashlib.sha256(repr(sorted(patterns.items())).encode()).hexdigest()[:16]
+    by_slice = _kept_slices(cut, checkpoint=checkpoint, kind=kind)
+    asking = [(group, lo, hi) for (lo, hi), found in by_slice.items() if not found for group in groups]
+    reader = _Reader(prom, namespaces, step=step, rate_window=rate_window, recorded=recorded)
+    try:
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="totals") as pool:
+            list(pool.map(lambda part: reader.ask(part[0], part[1], part[2], by_slice[(part[1], part[2])]),
+                          asking))
+    except PrometheusError as exc:
+        progress(f"  workload totals not read ({exc}); the HPA headroom check has no data this build")
+        return {}
+    peaks = _peaks(by_slice, checkpoint=checkpoint, kind=kind, end=end)
+    scaled = (
+        ", the Pods of the workloads HPAs scale (" + ", ".join(
+            f"{len(scope.get(resource, ()))} on {resource}" for resource in RESOURCES) + ")"
+        if scope is not None else ""
+    )
+    progress(f"  workload totals: {len(peaks)} group containers{scaled}")
+    return peaks
+
+
+def _series_asked(
+    prom: Prometheus, namespaces: tuple[str, ...], patterns: Mapping[str, str | None], *, scope: Scope,
+    live: float, pieces: Callable[[float], int], end: float,
+) -> float:
+    """The live series the totals' queries select: `live` per resource asked, or, when a scope's would
+    be more than one query, as many as the scope's Pods have (one small count). Planned as if every
+    Pod were asked, a scope's queries would be many small ones, each paying the selection and the
+    subquery's set-up again."""
     asked = len(patterns) * live
     if scope is not None and pieces(asked) > 1:
-        # Sliced as if every Pod were asked, the scope's queries would be many small ones, each
-        # paying the selection and the subquery's set-up again (22 instead of 6 at 2,000 workloads).
         with contextlib.suppress(PrometheusError):
             counted = prom.instant(queries.live_series(namespaces, pod_patterns=patterns), at=end)
             asked = min(asked, sum(sample.value for sample in counted))
-    step = max(step, TOTALS_STEP)
-    lock = threading.Lock()  # pieces are asked two at a time (the client bounds the build's queries)
+    return asked
 
-    def ask(patterns: Mapping[str, str | None], lo: float, hi: float, into: Peaks) -> None:
-        span = round(hi - lo)
-        query = queries.usage_totals(
-            namespaces, span=span, step=step, rate_window=rate_window, recorded=recorded,
-            pod_patterns=patterns,
-        )
-        try:
-            answer = prom.instant(query, at=hi)
-        except TooManySamplesError:
-            if span <= MIN_SPAN:
-                raise
-            middle = lo + (span // 2 // step) * step
-            ask(patterns, lo, middle, into)
-            ask(patterns, middle, hi, into)
-            return
-        with lock:
-            _add(into, answer)
 
-    parts = max(1, pieces(asked))
-    if checkpoint is not None:
+_Bounds = tuple[float, float]
+_Patterns = dict[str, str | None]  # per resource, the Pods whose usage is summed (None: every Pod)
+
+
+def _cut(
+    scope: Scope, patterns: _Patterns, *, parts: int, window: int, step: int, end: float, aligned: bool
+) -> tuple[list[_Bounds], list[_Patterns]]:
+    """The time slices and the workload groups the totals are asked in (a query for each of both), about
+    `parts` queries in all: whole UTC days when `aligned` (what a checkpoint keeps), the groups making
+    up the rest; else, with a scope, days first (a query over a day reads one or two of Prometheus'
+    blocks, and the scope's pattern is run over the Pod names of each block a query reads), then
+    groups; without a scope, time slices alone."""
+    if aligned:
         cut = aligned_cut(end - window, end, unit=DAY, step=step)
-        groups = _groups(scope, -(-parts // len(cut))) if scope is not None else [patterns]
-    else:
-        # Days first: a query over a day reads one or two of Prometheus' blocks, and the scope's pattern
-        # is run over the Pod names of each block a query reads (a group over the whole window reads all).
-        days = max(1, min(parts, window // DAY)) if scope is not None else 1
-        groups = _groups(scope, -(-parts // days)) if scope is not None else [patterns]
-        sliced = max(1, min(-(-parts // len(groups)), window // MIN_SPAN))
-        width = max(step, window // sliced // step * step)
-        bounds = [end - window + i * width for i in range(sliced)] + [end]
-        cut = [(lo, hi) for lo, hi in itertools.pairwise(bounds) if hi > lo]
-    kind = "totals " + hashlib.sha256(repr(sorted(patterns.items())).encode()).hexdigest()[:16]
-    by_slice: dict[tuple[float, float], Peaks] = {}
+        return cut, _groups(scope, -(-parts // len(cut))) if scope is not None else [patterns]
+    days = max(1, min(parts, window // DAY)) if scope is not None else 1
+    groups = _groups(scope, -(-parts // days)) if scope is not None else [patterns]
+    sliced = max(1, min(-(-parts // len(groups)), window // MIN_SPAN))
+    width = max(step, window // sliced // step * step)
+    bounds = [end - window + i * width for i in range(sliced)] + [end]
+    return [(lo, hi) for lo, hi in itertools.pairwise(bounds) if hi > lo], groups
+
+
+def _kept_slices(cut: list[_Bounds], *, checkpoint: Checkpoint | None, kind: str) -> dict[_Bounds, Peaks]:
+    """Every slice of `cut`, with the peaks the checkpoint kept for it (a whole UTC day), else none yet."""
+    by_slice: dict[_Bounds, Peaks] = {}
     for lo, hi in cut:
         kept = checkpoint.take_day(kind, hi) if checkpoint is not None and hi - lo == DAY else None
         found = _from_rows(kept) if kept is not None else None
         by_slice[(lo, hi)] = found if found is not None else defaultdict(dict)
-    asked_parts = [(group, lo, hi) for (lo, hi), found in by_slice.items() if not found for group in groups]
-    try:
-        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="totals") as pool:
-            list(pool.map(lambda part: ask(part[0], part[1], part[2], by_slice[(part[1], part[2])]),
-                          asked_parts))
-    except PrometheusError as exc:
-        progress(f"  workload totals not read ({exc}); the HPA headroom check has no data this build")
-        return {}
+    return by_slice
+
+
+class _Reader:
+    """The totals' queries, each split in time while Prometheus refuses it for its size."""
+
+    def __init__(
+        self, prom: Prometheus, namespaces: tuple[str, ...], *, step: int, rate_window: int,
+        recorded: str | None,
+    ) -> None:
+        self.prom, self.namespaces = prom, namespaces
+        self.step, self.rate_window, self.recorded = step, rate_window, recorded
+        self.lock = threading.Lock()  # pieces are asked two at a time (the client bounds the build's queries)
+
+    def ask(self, patterns: Mapping[str, str | None], lo: float, hi: float, into: Peaks) -> None:
+        """The peaks of the Pods `patterns` picks over (lo, hi] into `into`."""
+        span = round(hi - lo)
+        query = queries.usage_totals(
+            self.namespaces, span=span, step=self.step, rate_window=self.rate_window, recorded=self.recorded,
+            pod_patterns=patterns,
+        )
+        try:
+            answer = self.prom.instant(query, at=hi)
+        except TooManySamplesError:
+            if span <= MIN_SPAN:
+                raise
+            middle = lo + (span // 2 // self.step) * self.step
+            self.ask(patterns, lo, middle, into)
+            self.ask(patterns, middle, hi, into)
+            return
+        with self.lock:
+            _add(into, answer)
+
+
+def _peaks(
+    by_slice: Mapping[_Bounds, Peaks], *, checkpoint: Checkpoint | None, kind: str, end: float
+) -> Peaks:
+    """The window's peak of each group container, the highest of its slices' (the whole days kept)."""
     peaks: Peaks = defaultdict(dict)
     for (lo, hi), found in by_slice.items():
         if checkpoint is not None and hi - lo == DAY:
@@ -195,12 +249,6 @@ def fetch_totals(
         for key, stats in found.items():
             for stat, value in stats.items():
                 peaks[key][stat] = max(peaks[key].get(stat, 0.0), value)
-    scaled = (
-        ", the Pods of the workloads HPAs scale (" + ", ".join(
-            f"{len(scope.get(resource, ()))} on {resource}" for resource in RESOURCES) + ")"
-        if scope is not None else ""
-    )
-    progress(f"  workload totals: {len(peaks)} group containers{scaled}")
     return dict(peaks)
 
 
@@ -232,7 +280,7 @@ def _from_rows(rows: list[Any]) -> Peaks | None:
     return out
 
 
-def _groups(scope: Mapping[str, frozenset[tuple[str, str]]], parts: int) -> list[dict[str, str | None]]:
+def _groups(scope: Mapping[str, frozenset[tuple[str, str]]], parts: int) -> list[_Patterns]:
     """The scope's workloads in at most `parts` groups of about equal size, as the patterns of each
     group's Pods per resource (a resource only where some workload of the group is scaled on it)."""
     workloads = sorted(set().union(*scope.values()))
