@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 
 from webhook.profiles import queries
@@ -113,6 +113,9 @@ def top_fetch(
     `lives`: seconds each series lived in the window (what it costs a query); `neighbours`: every
     series known per Pod name (a selector by Pod names picks them all; they count in the budget).
     """
+    fetching = _Fetching(prom, pool_executor, window=window, step=step, rate_window=rate_window,
+                         recorded=recorded, budget=budget, interval=interval, lives=lives,
+                         neighbours=neighbours, max_bytes=max_query_bytes)
     outcome = Outcome()
     before = prom.queries
     floors = {pool.key: pool.floor for pool in pools}
@@ -126,62 +129,102 @@ def top_fetch(
         # again only for the band under that floor (`ceiling`), and no count.
         fresh = {pool.key: _Known(floor=-math.inf if last else floors[pool.key]) for pool in todo}
         ceilings = {key: known[key].floor for key in fresh if key in known}
-        batches = _batches([pool for pool in todo if pool.series], fresh, budget=budget, step=step,
-                           interval=interval, window=window, lives=lives, neighbours=neighbours,
-                           max_bytes=max_query_bytes, ceilings=ceilings)
+        batches = fetching.fetch(todo, fresh, ceilings=ceilings, counts=attempt == 0)
+        outcome.points += _join(todo, fresh, known)
+        short = _read_off(todo, known, q=q, outcome=outcome)
+        for pool in short:
+            floors[pool.key] = floors[pool.key] * _LOWER if floors[pool.key] > 1e-6 else -math.inf
+        again = f"; {len(short)} with too few points above their floor, asked again lower" if short else ""
+        progress(f"  exact CPU: fetch {attempt + 1}, {len(todo)} pool(s) in {batches} batch(es){again}")
+        outcome.refetched += len(short)
+        outcome.rounds = attempt + 1
+        todo = short
+    outcome.queries = prom.queries - before
+    return outcome
+
+
+def _join(todo: Sequence[Pool], fresh: Mapping[object, _Known], known: dict[object, _Known]) -> int:
+    """Each pool's fetch (`fresh`) joined to what the earlier ones found (`known`): the band between
+    this fetch's floor and the earlier one, and its values known whole the first time. Returns the
+    points the band added."""
+    added = 0
+    for pool in todo:
+        found = fresh[pool.key]
+        before_floor = known[pool.key].floor if pool.key in known else math.inf
+        band = [v for v in [*found.top, *pool.values] if found.floor < v <= before_floor]
+        added += len(band)
+        if pool.key in known:  # what the earlier fetches found, and the band under it
+            known[pool.key].top += band
+            known[pool.key].floor = found.floor
+        else:
+            found.total += len(pool.values)
+            found.top = band
+            known[pool.key] = found
+    return added
+
+
+def _read_off(
+    todo: Sequence[Pool], known: Mapping[object, _Known], *, q: float, outcome: Outcome
+) -> list[Pool]:
+    """Each pool's percentile read off its top points into `outcome`; the pools with too few points
+    above their floor (and some points at all) are returned, to be fetched again lower."""
+    short = []
+    for pool in todo:
+        found = known[pool.key]
+        value = from_top(found.top, total=found.total, q=q)
+        if value is not None:
+            outcome.values[pool.key] = value
+            outcome.floors[pool.key] = found.floor
+            outcome.total += found.total
+        elif found.total > 0:
+            short.append(pool)
+    return short
+
+
+class _Fetching:
+    """One top fetch's queries: the pools in batches under the budget, asked through `executor`."""
+
+    def __init__(
+        self, prom: Prometheus, executor: Executor, *, window: tuple[float, float], step: int,
+        rate_window: int, recorded: str | None, budget: int, interval: float,
+        lives: Mapping[SeriesId, float], neighbours: Mapping[str, Sequence[SeriesId]], max_bytes: int,
+    ) -> None:
+        self.prom, self.executor, self.window, self.step = prom, executor, window, step
+        self.rate_window, self.recorded, self.budget, self.interval = rate_window, recorded, budget, interval
+        self.lives, self.neighbours, self.max_bytes = lives, neighbours, max_bytes
+
+    def fetch(
+        self, todo: Sequence[Pool], fresh: Mapping[object, _Known], *, ceilings: Mapping[object, float],
+        counts: bool,
+    ) -> int:
+        """Every point of the pools' series above their floors (`fresh`, up to `ceilings`), and their
+        counts of points (`counts`: the first fetch), into `fresh`; returns the batches asked."""
+        batches = _batches([pool for pool in todo if pool.series], fresh, budget=self.budget, step=self.step,
+                           interval=self.interval, window=self.window, lives=self.lives,
+                           neighbours=self.neighbours, max_bytes=self.max_bytes, ceilings=ceilings)
         asked = [
-            (batch, span, _ask(prom, pool_executor, batch, span=span, step=step, rate_window=rate_window,
-                               recorded=recorded, counts=attempt == 0))
+            (batch, self.executor.submit(_read, self.prom, batch, span=span, step=self.step,
+                                         rate_window=self.rate_window, recorded=self.recorded, counts=counts))
             for batch, span in batches
         ]
         for pool in todo:  # a pool's points are known above the highest floor of its batches (below)
             if pool.series:
                 fresh[pool.key].floor = -math.inf
-        for batch, _, answer in asked:
+        for batch, answer in asked:
             owners = batch.owners
-            counts, tops = answer.result()
-            for sample in counts:
+            numbers, tops = answer.result()
+            for sample in numbers:
                 sid = series_id(sample.labels)
                 if sid in owners and math.isfinite(sample.value):
                     fresh[owners[sid]].total += round(sample.value)
             for labels, values in tops:
                 sid = series_id(labels)
                 if sid in owners:
-                    found = fresh[owners[sid]]
-                    found.top += values
+                    fresh[owners[sid]].top += values
             for key in set(owners.values()):
                 # A pool over several batches keeps what all of them fetched: above the highest floor.
                 fresh[key].floor = max(fresh[key].floor, batch.floor)
-        for pool in todo:
-            found = fresh[pool.key]
-            before_floor = known[pool.key].floor if pool.key in known else math.inf
-            band = [v for v in [*found.top, *pool.values] if found.floor < v <= before_floor]
-            outcome.points += len(band)
-            if pool.key in known:  # what the earlier fetches found, and the band under it
-                known[pool.key].top += band
-                known[pool.key].floor = found.floor
-            else:
-                found.total += len(pool.values)
-                found.top = band
-                known[pool.key] = found
-        short = []
-        for pool in todo:
-            found = known[pool.key]
-            value = from_top(found.top, total=found.total, q=q)
-            if value is not None:
-                outcome.values[pool.key] = value
-                outcome.floors[pool.key] = found.floor
-                outcome.total += found.total
-            elif found.total > 0:
-                short.append(pool)
-                floors[pool.key] = floors[pool.key] * _LOWER if floors[pool.key] > 1e-6 else -math.inf
-        again = f"; {len(short)} with too few points above their floor, asked again lower" if short else ""
-        progress(f"  exact CPU: fetch {attempt + 1}, {len(todo)} pool(s) in {len(asked)} batch(es){again}")
-        outcome.refetched += len(short)
-        outcome.rounds = attempt + 1
-        todo = short
-    outcome.queries = prom.queries - before
-    return outcome
+        return len(asked)
 
 
 @dataclass
@@ -217,14 +260,6 @@ class _Batch:
                               pods=sorted(pods), containers=(container,))
             for container, (namespaces, pods) in sorted(self.groups.items())
         ]
-
-
-def _ask(
-    prom: Prometheus, executor: Executor, batch: _Batch, *, span: tuple[float, float], step: int,
-    rate_window: int, recorded: str | None, counts: bool,
-) -> Future[tuple[list[Sample], list[Values]]]:
-    return executor.submit(_read, prom, batch, span=span, step=step, rate_window=rate_window,
-                           recorded=recorded, counts=counts)
 
 
 def _read(
