@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import orjson
 
-from webhook.profiles.lean import matrix
+from webhook.profiles.matrix import matrix
 from webhook.profiles.queries import scoped
 
 __all__ = [
@@ -92,9 +92,9 @@ class Prometheus:
 
     def _call(
         self, endpoint: str, params: Mapping[str, str | list[str]], *, listing: bool = False,
-        lean: bool = False,
+        values_only: bool = False,
     ) -> Any:
-        """The answer's `data`; `lean`: a matrix's result as (labels, values) pairs (`lean.matrix`)."""
+        """The answer's `data`; `values_only`: a matrix's result as (labels, values) pairs (`matrix`)."""
         assert self.client is not None
         with self._lock:
             self.queries += 1
@@ -118,7 +118,7 @@ class Prometheus:
             raise OverloadedError(f"Prometheus at {self.url}: no answer within {self.timeout:g}s") from None
         except httpx.HTTPError as exc:
             raise PrometheusError(f"cannot reach Prometheus at {self.url}: {exc}") from None
-        read = matrix(response.content) if lean else None
+        read = matrix(response.content) if values_only else None
         try:
             body = orjson.loads(response.content) if read is None else read[0]  # faster and leaner than json
         except orjson.JSONDecodeError:
@@ -149,7 +149,7 @@ class Prometheus:
         if not isinstance(data, dict) or "result" not in data:
             raise PrometheusError(f"Prometheus at {self.url}: answer without data.result")
         self._count(data.get("stats"))
-        if lean:
+        if values_only:
             data["result"] = read[1] if read is not None else [
                 (item["metric"], [float(v) for _, v in item["values"]]) for item in data["result"]]
         return data
@@ -219,12 +219,12 @@ class Prometheus:
         """`range` without timestamps or order: (labels, values) per series and piece, negative values
         as 0 (a counter's reset). For answers of millions of points, where only the values count."""
         out: list[Values] = []
-        for labels, values in self._ranged(query, start=start, end=end, step=step, lean=True):
+        for labels, values in self._ranged(query, start=start, end=end, step=step, values_only=True):
             out.append((labels, values if min(values, default=0.0) >= 0 else [max(v, 0.0) for v in values]))
         return out
 
     def _ranged(
-        self, query: str, *, start: float, end: float, step: int, lean: bool = False
+        self, query: str, *, start: float, end: float, step: int, values_only: bool = False
     ) -> Iterator[Any]:
         pending = list(_pieces(start, end, step))[::-1]
         while pending:
@@ -232,7 +232,8 @@ class Prometheus:
             try:
                 data = self._call(
                     "/api/v1/query_range",
-                    {"query": query, "start": f"{lo:.3f}", "end": f"{hi:.3f}", "step": str(step)}, lean=lean,
+                    {"query": query, "start": f"{lo:.3f}", "end": f"{hi:.3f}", "step": str(step)},
+                    values_only=values_only,
                 )
             except TooManySamplesError:
                 steps = int((hi - lo) // step)

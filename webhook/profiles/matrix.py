@@ -1,8 +1,8 @@
-"""Range answers read lean: each series' labels and values, without a Python list per point.
+"""Range (matrix) answers read without a Python object per point: each series' labels and values.
 
 A `query_range` answer of millions of points (the exact CPU top fetch's) parsed whole as JSON makes a
-list, a number and a string per point: measured, 1.4-2.2 us a point, the most of a build's own CPU;
-read here, 0.5 us. Prometheus and VictoriaMetrics write each series as
+list, a number and a string per point: most of a build's own CPU. Read here, it takes about a third
+of that (docs/profiles.md). Prometheus and VictoriaMetrics write each series as
 `{"metric":{...},"values":[[t,"v"],...]}`. Inside a JSON string every quote is escaped, so the bytes
 `},"values":[` only ever close a series' labels, and a value (a number's text) never holds `]`: the
 series are found by those bytes, their labels parsed as JSON, their values converted straight from

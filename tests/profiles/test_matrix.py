@@ -1,4 +1,4 @@
-"""Range answers read lean (`profiles/lean.py`) say what the whole JSON says, or leave it to it."""
+"""Matrix answers read per series (`profiles/matrix.py`) say what the whole JSON says, or leave it to it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webhook.profiles.lean import matrix
+from webhook.profiles.matrix import matrix
 
 _TRICKY = ['},"values":[[', '"', "\\", "]]}", '{"metric":', "ü", "\n", ",", "]"]
 labels = st.dictionaries(
