@@ -6,7 +6,7 @@ tolerance, clamped to min/max replicas, scale-down held for the 5-minute stabili
 round is one day: the day is run minute by minute on the requests the Pods were admitted with; then
 a profile build runs the REAL strategy (`webhook.profiles.strategy.recommend`) on the simulated
 per-Pod usage of the last 14 days, the REAL store logic carries the step limit's trail
-(`webhook.profiles.trail.carry_trails`), and the next day's Pods are admitted by the REAL engine
+(`webhook.profiles.trailingstore.carry_trails`), and the next day's Pods are admitted by the REAL engine
 (`webhook.core.engine.tailor`) with the HPA in its snapshot. Deterministic: no clock, no randomness
 beyond a fixed hash. Used by `bench/autoscaler_loop.py` and, shortened, by the tests.
 """
@@ -30,7 +30,7 @@ from webhook.core.quantity import parse
 from webhook.core.workload import WorkloadKey
 from webhook.profiles.store import ProfileDocument, WorkloadEntry
 from webhook.profiles.strategy import ContainerHistory, SeriesStats, StrategySettings, recommend, round_up
-from webhook.profiles.trail import carry_trails
+from webhook.profiles.trailingstore import carry_trails
 
 __all__ = ["Day", "Service", "policy", "simulate"]
 

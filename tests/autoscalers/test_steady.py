@@ -17,7 +17,7 @@ from webhook.core.steady import DAY, StepLimit, steadied
 from webhook.core.workload import WorkloadKey
 from webhook.profiles.runner import open_store
 from webhook.profiles.store import FileStore, ProfileDocument, WorkloadEntry, decode_document, encode_document
-from webhook.profiles.trail import KEEP_DAYS, carry_trails
+from webhook.profiles.trailingstore import KEEP_DAYS, carry_trails
 
 T0 = 1_780_000_000.0  # some day, 09:46 UTC
 DEFAULT = StepLimit(Decimal("0.3"), None)

@@ -8,7 +8,7 @@ at once.
 
 Where: at admission, in this pure fold. The store keeps, with each recommendation, what the earlier
 builds recommended, one value a day for a week (`Recommendation.trail`, written by
-`webhook.profiles.trail`); the engine folds the namespace policy's step limit over that trail and the
+`webhook.profiles.trailingstore`); the engine folds the namespace policy's step limit over that trail and the
 current value. So the limit is the policy's (per namespace, as every other value is), every replica
 serves the same number, and a restart loses nothing: the state is in the store, not in a process.
 """

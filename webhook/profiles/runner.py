@@ -23,7 +23,7 @@ from webhook.profiles.prometheus import PrometheusError
 from webhook.profiles.queries import duration
 from webhook.profiles.shrink import guard_shrink, keep_unread
 from webhook.profiles.store import FileStore, ProfileDocument, ProfileStore, StoreError
-from webhook.profiles.trail import TrailingStore
+from webhook.profiles.trailingstore import TrailingStore
 
 __all__ = ["BuildRun", "Counts", "build_once", "counts", "open_store"]
 
@@ -33,7 +33,7 @@ def open_store(
     kubeconfig: str | None = None,
 ) -> ProfileStore:
     """The file store (default location unless `path`), or the ConfigMap store in `namespace`; both
-    carry the step limit's trails on every write (`trail.TrailingStore`)."""
+    carry the step limit's trails on every write (`trailingstore.TrailingStore`)."""
     if not kubernetes:
         return TrailingStore(FileStore(path))
     from webhook.cluster.config import discover
