@@ -17,7 +17,7 @@ from webhook.core.workload import WorkloadKey
 from webhook.profiles.build import build_profiles
 from webhook.profiles.prometheus import Prometheus
 from webhook.profiles.queries import safe_rate_window
-from webhook.profiles.shrink import guard_shrink
+from webhook.profiles.runner import guard_shrink
 from webhook.profiles.store import ProfileDocument, WorkloadEntry
 
 BUILD = [*BUILD_COMMAND, "-q"]
