@@ -20,11 +20,17 @@ from typing import Any, Protocol
 
 import orjson
 
-from webhook.core.profile import ContainerProfile, Evidence, NoRecommendation, Recommendation
+from webhook.core.profile import (
+    ContainerProfile,
+    Evidence,
+    NoRecommendation,
+    Recommendation,
+    TrailPoint,
+    UsageTotals,
+)
 from webhook.core.quantity import QuantityError, parse, render, render_bytes, render_cpu
 from webhook.core.snapshot import ProfileSnapshot
 from webhook.core.workload import WorkloadKey
-from webhook.profiles.recorded import RecordedError, decode_recorded, encode_recorded
 from webhook.profiles.summary import UsageSummary, decode_summaries, encode_summary
 
 __all__ = [
@@ -146,7 +152,7 @@ def _encode_profile(profile: ContainerProfile) -> dict[str, Any]:
         out["startupSeconds"] = round(profile.startup_seconds, 1)
     if profile.cpu_by:
         out["cpuBy"] = {key: render_cpu(value) for key, value in sorted(profile.cpu_by.items())}
-    return out | encode_recorded(profile)
+    return out | _encode_recorded(profile)
 
 
 def _encode_statistic(ev: Evidence) -> dict[str, Any]:
@@ -173,6 +179,57 @@ def _decode_statistic(ev: Mapping[str, Any], where: str) -> dict[str, Any]:
         "cpu_within": None if within is None else _finite(within, where, high=1.0),
         "memory_peak": None if peak is None else _finite(peak, where),
     }
+
+
+# What a recommendation carries beside its values (totals, build time, trail) is optional, so a store
+# written before these fields existed still loads (its recommendations simply have no headroom data and
+# no step limit yet), and one written with them loads in a build that ignores unknown keys.
+
+
+class RecordedError(ValueError):
+    """A malformed optional field (the store names where)."""
+
+
+def _encode_recorded(profile: Recommendation) -> dict[str, Any]:
+    """What a recommendation carries beside its values: totals, build time, trail (each only when set)."""
+    out: dict[str, Any] = {}
+    totals = profile.totals
+    if totals is not None and (totals.cpu is not None or totals.memory is not None):
+        out["totals"] = {
+            **({"cpu": render_cpu(totals.cpu)} if totals.cpu is not None else {}),
+            **({"memory": render_bytes(totals.memory)} if totals.memory is not None else {}),
+        }
+    if profile.built_at is not None:
+        out["builtAt"] = profile.built_at
+    if profile.trail:
+        out["trail"] = [
+            [point.at, render_cpu(point.cpu), render_bytes(point.memory), *([1] if point.oom else [])]
+            for point in profile.trail
+        ]
+    return out
+
+
+def _decode_recorded(data: Mapping[str, Any]) -> dict[str, Any]:
+    """Keyword arguments for `Recommendation` from its stored JSON; raises RecordedError."""
+    recorded: dict[str, Any] = {}
+    try:
+        if isinstance(data.get("totals"), Mapping):
+            raw = data["totals"]
+            recorded["totals"] = UsageTotals(
+                cpu=parse(raw["cpu"]) if raw.get("cpu") is not None else None,
+                memory=parse(raw["memory"]) if raw.get("memory") is not None else None,
+            )
+        if data.get("builtAt") is not None:
+            recorded["built_at"] = float(data["builtAt"])
+        if data.get("trail"):
+            recorded["trail"] = tuple(
+                TrailPoint(at=float(point[0]), cpu=parse(point[1]), memory=parse(point[2]),
+                           oom=len(point) > 3 and bool(point[3]))
+                for point in data["trail"]
+            )
+    except (IndexError, KeyError, TypeError, ValueError, QuantityError) as exc:
+        raise RecordedError(f"{type(exc).__name__}: {exc}") from None
+    return recorded
 
 
 def _finite(value: Any, where: str, *, low: float = 0.0, high: float = float("inf")) -> float:
@@ -218,7 +275,7 @@ def _decode_profile(data: Any, where: str) -> ContainerProfile:
             startup_seconds=None if startup_seconds is None else _finite(startup_seconds, where),
             cpu_by={str(key): _amount(value, where)
                     for key, value in _mapping(data.get("cpuBy", {}), where).items()},
-            **decode_recorded(data),
+            **_decode_recorded(data),
         )
     except (KeyError, TypeError, ValueError, ArithmeticError, QuantityError, RecordedError) as exc:
         raise StoreError(f"{where}: {type(exc).__name__}: {str(exc)[:200]}") from None
