@@ -9,15 +9,15 @@ import scenarios
 from conftest import History
 
 from webhook.profiles.prometheus import Prometheus
-from webhook.profiles.sizing import median_pattern, read_scrape
+from webhook.profiles.sizing import interval_pattern, read_scrape
 
 
 @pytest.mark.parametrize(
     ("pods", "classes"),
     [(None, 1), (0, 1), (127, 1), (128, 2), (2_047, 16), (2_048, 32), (60_000, 32)],
 )
-def test_the_median_reads_one_class_of_a_few_dozen_pods_or_more(pods: float | None, classes: int) -> None:
-    pattern = median_pattern(pods)
+def test_the_interval_reads_one_class_of_a_few_dozen_pods_or_more(pods: float | None, classes: int) -> None:
+    pattern = interval_pattern(pods)
     if classes == 1:
         assert pattern is None
         return

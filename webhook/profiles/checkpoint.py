@@ -9,8 +9,8 @@ a wrong one, and the key below changes whenever what the records mean changes.
 
 The other reads of a build that a day's answer settles are kept the same way, per whole UTC day and
 by kind (`take_day`, `keep_day`): the workload totals' daily peaks (the window's peak is the peak of
-its days) and the summaries' hourly points. Without them, a build an hour later read 14 days of
-totals and 7 days of hourly usage again: 35 of its 56 s at 2,000 workloads and 1-minute data.
+its days) and the summaries' hourly points: without them, a build an hour later would spend most
+of its time reading the whole window of totals and the days of hourly usage again.
 """
 
 from __future__ import annotations

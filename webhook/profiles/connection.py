@@ -199,12 +199,12 @@ class PrometheusConnection:
 
     @property
     def compressed(self) -> bool:
-        """Whether to ask for gzipped answers. Compressing costs Prometheus far more than sending: a
-        day of 1-minute CPU rates for 900 series (22.7 MB of JSON) took it 2.6-2.8 s of CPU gzipped and
-        0.3-0.4 s plain, and this side 0.35 s and 0.09 s to read; a build's answers are 100-200 MB. So
-        `auto` asks plainly where bytes are cheap, a Prometheus on this host or in the cluster (a
-        loopback or private address, a name without dots, a Service's `.svc` name), and gzipped across
-        other networks (a managed service). An `Accept-Encoding` in `headers` wins over either."""
+        """Whether to ask for gzipped answers. Compressing costs Prometheus several times the CPU of
+        sending plainly, and this side more to read (docs/prometheus-connection.md has the figures);
+        a build's answers are 100-200 MB. So `auto` asks plainly where bytes are cheap, a Prometheus
+        on this host or in the cluster (a loopback or private address, a name without dots, a
+        Service's `.svc` name), and gzipped across other networks (a managed service). An
+        `Accept-Encoding` in `headers` wins over either."""
         if self.compression != "auto":
             return self.compression == "gzip"
         host = (urlsplit(self.url).hostname or "").lower().rstrip(".")  # a rooted name: the same host

@@ -133,7 +133,7 @@ def choose_resolution(plan: BuildPlan) -> None:
     there are); adds `scrape`, `resolution`, `settings`, `heavy` and `interval`."""
     asked, window = plan.asked, plan.window
     # The scrape interval and the live series size the big passes (and the rate window every CPU
-    # query uses): one small query (its median over a share of the Pods, when kube-state-metrics
+    # query uses): one small query (its interval over a share of the Pods, when kube-state-metrics
     # says there are many).
     scrape = read_scrape(plan.prom, asked.namespaces, end=plan.end, pods=_pods_reported(plan.small.hpas),
                          start=plan.end - window)

@@ -186,7 +186,7 @@ class Prometheus:
 
     def instant_values(self, query: str, *, at: float) -> list[tuple[Mapping[str, str], float]]:
         """`instant` as (labels, value) pairs: for the big passes' answers of 100,000s of values, where
-        a `Sample` each (a frozen dataclass: 2-3 us to make) was most of what reading them cost."""
+        making a `Sample` each (a frozen dataclass) would be most of what reading them costs."""
         data = self._call("/api/v1/query", {"query": query, "time": f"{at:.3f}"})
         if data.get("resultType") != "vector":
             kind = data.get("resultType")

@@ -117,9 +117,8 @@ def _literally(values: Sequence[str]) -> str:
     """A regular expression matching exactly these values, escaped as Go's `regexp.QuoteMeta` does.
 
     Python's `re.escape` also escapes `-`, which RE2 reads the same but Prometheus' set matching
-    (`a|b|c` looked up value by value in the index) refuses: every Pod name of every block is then
-    run through the regular expression instead (measured: 3 s against 0.2 s for 26 Pod lists over 7
-    one-day blocks of 6,800 Pods)."""
+    (`a|b|c` looked up value by value in the index) refuses: every Pod name of every block would then
+    be run through the regular expression, an order of magnitude slower (docs/benchmarks.md)."""
     return "|".join(_META.sub(r"\\\1", value) for value in sorted(values))
 
 
@@ -257,27 +256,27 @@ def coverage(namespaces: Sequence[str], *, span: int, coverage_step: int) -> str
     )
 
 
-def scrape_interval(namespaces: Sequence[str], *, median_pattern: str | None = None) -> str:
+def scrape_interval(namespaces: Sequence[str], *, pod_pattern: str | None = None) -> str:
     """Over the last hour: samples per live memory series by namespace (their 90th percentile, a
     series that lived the whole hour; `stat="per_hour"`:
-    3600 / this is its scrape interval), over the Pods `median_pattern` matches (all without it),
+    3600 / this is its scrape interval), over the Pods `pod_pattern` matches (all without it),
     and how many series each namespace's containers have (`stat="series"`): what sizes the big
     queries and plans their shards."""
     def per_series(pattern: str | None) -> str:
         return f"count_over_time({selector(MEMORY_METRIC, namespaces, pod_pattern=pattern)}[1h])"
 
     return _union(
-        [stat_label(f"quantile by (namespace) (0.9, {per_series(median_pattern)})", "per_hour"),
+        [stat_label(f"quantile by (namespace) (0.9, {per_series(pod_pattern)})", "per_hour"),
          stat_label(f"count by (namespace, container) ({per_series(None)})", "series")]
     )
 
 
-def samples_per_hour(namespaces: Sequence[str], *, median_pattern: str | None = None) -> str:
+def samples_per_hour(namespaces: Sequence[str], *, pod_pattern: str | None = None) -> str:
     """Per namespace, the samples per memory series (its 90th percentile: a series that lived the
     whole hour) over the hour before the evaluation time
     (`stat="per_hour"`): `scrape_interval`'s first half, asked again where the window starts, where a
     long-term store keeps older data downsampled."""
-    series = selector(MEMORY_METRIC, namespaces, pod_pattern=median_pattern)
+    series = selector(MEMORY_METRIC, namespaces, pod_pattern=pod_pattern)
     return stat_label(f"quantile by (namespace) (0.9, count_over_time({series}[1h]))", "per_hour")
 
 

@@ -20,7 +20,7 @@ every `interval` seconds. Three rules follow from what Prometheus holds for a qu
   long-term store keeps its downsampled data), and the rate window to at least two intervals.
 - **Plan by the points a query materialises:** a subquery holds one point per step and series, a range
   selector one per raw sample and series: whichever is larger (`points`). A budget of raw samples
-  alone was off by the ratio of the interval to the step.
+  alone would be off by the ratio of the interval to the step.
 """
 
 from __future__ import annotations

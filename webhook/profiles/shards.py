@@ -10,8 +10,8 @@ Pods land in them too (less evenly: a shard Prometheus still refuses is split ag
 
 Container names come first because Prometheus selects them for next to nothing (a handful of values,
 one postings list each), while a Pod-name class is a regular expression run over every Pod name of
-every block the query touches: at 200 workloads over one day of 1-minute data, 1.7 against 9 ms a
-query, and the Pod names grow with the fleet. The last container group of a namespace is "every
+every block the query touches, several times slower, and the Pod names grow with the fleet
+(docs/benchmarks.md). The last container group of a namespace is "every
 container but the others'", so a container that is no longer running is read too.
 
 Every series is always in exactly one shard, so per-series answers are the same whatever the split: a
@@ -129,11 +129,10 @@ def plan(
 
     `resolution`: seconds per point a query materialises (`resolution.points`), one for all or per
     namespace (its own scrape interval). `series`: live series per namespace and container, naming
-    every namespace of the build's scope
-    that has history (an empty mapping for one without live series: its cost is unknown, it joins a
-    group). Everything under the budget is one query over the whole scope (`Shard()`, as small builds
-    always were). Otherwise namespaces are packed into groups under the budget, largest first, and a
-    namespace over it on its own is split by container (`_by_container`).
+    every namespace of the build's scope that has history (an empty mapping for one without live
+    series: its cost is unknown, it joins a group). Everything under the budget is one query over the
+    whole scope (`Shard()`). Otherwise namespaces are packed into groups under the budget, largest
+    first, and a namespace over it on its own is split by container (`_by_container`).
     """
     def finest(ns: str) -> float:
         """Seconds per point a query over `ns` materialises (its data's interval, or the step)."""

@@ -2,16 +2,15 @@
 
 They size the big passes (shards, the rate window), so they are asked before anything else, in one
 query over the last hour of the memory series. Counting every namespace's series touches every
-series once; the median samples per series (the scrape interval) needs only a handful of them, yet
-asked over every series it touched them all a second time: at 20,000 workloads (180,000 series)
-that query alone grew Prometheus by 373-421 MiB, and 266 MiB with the median taken over one
-Pod-name class. So with enough Pods (kube-state-metrics' count, asked already by the HPA query, else
-the Pod names of the last hour's memory series, an index lookup: +20 MiB and 0.2 s at that scale)
-the median reads one class of Pod names (`shards.Shard`), as many Pods as a few dozen per class; a
-class that comes back empty is asked again whole. cAdvisor's series are all scraped from the
-kubelets at one interval, so any sizable share of them gives the same median. (The statistic is now
-the 90th percentile of samples per series by namespace, not the median: a series that lived the
-whole hour, which a share of Pods started within it cannot pull down; the name stayed.)
+series once; the samples per series that give the scrape interval (their 90th percentile by
+namespace: a series that lived the whole hour, which the Pods started within it cannot pull down)
+need only a handful of them, yet asked over every series they touch them all a second time, which
+at a large fleet is most of what the build's first query costs Prometheus' heap
+(docs/benchmarks.md). So with enough Pods (kube-state-metrics' count, asked already by the HPA
+query, else the Pod names of the last hour's memory series, an index lookup) the interval reads one
+class of Pod names (`shards.Shard`), as many Pods as a few dozen per class; a class that comes back
+empty is asked again whole. cAdvisor's series are all scraped from the kubelets at one interval, so
+any sizable share of them gives the same interval.
 """
 
 from __future__ import annotations
@@ -26,14 +25,14 @@ from webhook.profiles import queries
 from webhook.profiles.prometheus import Prometheus, PrometheusError, Sample
 from webhook.profiles.shards import MAX_CLASSES, Shard
 
-__all__ = ["Live", "Scrape", "median_pattern", "read_scrape"]
+__all__ = ["Live", "Scrape", "interval_pattern", "read_scrape"]
 
-_PODS_PER_CLASS = 64  # the fewest Pods a class should hold for its median to be the fleet's
+_PODS_PER_CLASS = 64  # the fewest Pods a class should hold for its interval to be the fleet's
 _WHOLE_BELOW = 2 * _PODS_PER_CLASS  # fewer Pods: every series is cheap to read
 
 
-def median_pattern(pods: float | None) -> str | None:
-    """The Pod-name class the median reads for a fleet of `pods` Pods (None: every Pod)."""
+def interval_pattern(pods: float | None) -> str | None:
+    """The Pod-name class the scrape interval is read from for a fleet of `pods` Pods (None: every Pod)."""
     if pods is None or pods < _WHOLE_BELOW:
         return None
     classes = min(MAX_CLASSES, 2 ** int(math.log2(pods / _PODS_PER_CLASS)))
@@ -82,15 +81,15 @@ def read_scrape(
         with contextlib.suppress(PrometheusError):  # a backend that cannot list: every Pod is read
             memory = queries.selector(queries.MEMORY_METRIC, namespaces)
             pods = len(prom.label_values("pod", match=memory, start=end - 3600, end=end))
-    pattern = median_pattern(pods)
-    per_hour, live = _read(prom.instant(queries.scrape_interval(namespaces, median_pattern=pattern), at=end))
+    pattern = interval_pattern(pods)
+    per_hour, live = _read(prom.instant(queries.scrape_interval(namespaces, pod_pattern=pattern), at=end))
     if not per_hour and pattern is not None and live:  # the class held no Pod: ask them all
         per_hour, _ = _read(prom.instant(queries.scrape_interval(namespaces), at=end))
     oldest: dict[str, float] = {}
     if start is not None and start + 3600 < end - 3600:
         with contextlib.suppress(PrometheusError):
             at = start + 3600
-            query = queries.samples_per_hour(namespaces, median_pattern=pattern)
+            query = queries.samples_per_hour(namespaces, pod_pattern=pattern)
             oldest, _ = _read(prom.instant(query, at=at))
             if not oldest and pattern is not None:
                 oldest, _ = _read(prom.instant(queries.samples_per_hour(namespaces), at=at))

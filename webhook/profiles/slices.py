@@ -91,8 +91,8 @@ class SliceRecords(Sequence[SliceRecord]):
         return len(self.series)
 
     def columns(self) -> dict[str, Any]:
-        """The records as plain lists, column by column (a checkpoint's line: a row at a time took
-        seconds for a large build's 400,000 records, each made a `SliceRecord` and a list)."""
+        """The records as plain lists, column by column (a checkpoint's line: a large build keeps
+        400,000 records, and a `SliceRecord` and a list made for each would take seconds)."""
         return {"width": self.width, "series": self.series, "cpu": self._cpu.tolist(),
                 **{name: column.tolist() for name, column in self._numbers.items()}}
 

@@ -3,7 +3,7 @@
 The report and the dashboard plot usage against today's and the recommended request and limit from
 this alone, without asking Prometheus. It is small on purpose (a few hundred bytes in the store, so a
 namespace's ConfigMap stays far below 1 MiB): five quantiles of cpu and memory and a 24-point curve of
-each by hour of day (UTC). The engine never reads it; a store without summaries loads as before.
+each by hour of day (UTC). The engine never reads it; a store without summaries loads all the same.
 """
 
 from __future__ import annotations
