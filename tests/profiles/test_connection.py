@@ -256,7 +256,6 @@ BUILDERS = {
     "oom_kills": queries.oom_kills(("shop",), span=SPAN),
     "requests": queries.requests_query(("shop",), span=SPAN),
     **{f"owners {index}": found for index, found in enumerate(queries.owner_series(()))},
-    "namespaces": queries.namespaces_query(span=SPAN),
     "cpu_values": queries.cpu_values(("shop",), ["web-1", "web-2"], rate_window=600),
 }
 

@@ -23,7 +23,6 @@ __all__ = [
     "duration",
     "hpa_targets",
     "memory_stats",
-    "namespaces_query",
     "owner_series",
     "owners_query",
     "requests_query",
@@ -342,12 +341,6 @@ def hpa_targets(namespaces: Sequence[str], *, span: int) -> str:
         # Only the last hour: presence, not history (one series per Pod).
         stat_label(f"count(last_over_time({pods}[{promql_duration(min(span, 3600))}]))", "pods"),
     ])
-
-
-def namespaces_query(*, span: int) -> str:
-    """The namespaces that have container memory data in the window (to split a too-large build)."""
-    return f"count by (namespace) (max_over_time({selector(MEMORY_METRIC)}[{promql_duration(span)}]))"
-
 
 
 quote = _quote  # PromQL's double-quoted string, for the label matchers of a connection's selector
