@@ -63,13 +63,13 @@ class BuildMetrics:
         )
 
     def succeeded(self, result: BuildResult) -> None:
-        found = counts(result.document)
+        written = counts(result.document)
         self.builds.labels("success").inc()
         self.last_success.set(time.time())
         self.duration.observe(result.seconds)
-        self.workloads.set(found.workloads)
-        self.containers.labels("yes").set(found.recommended)
-        self.containers.labels("no").set(found.without)
+        self.workloads.set(written.workloads)
+        self.containers.labels("yes").set(written.recommended)
+        self.containers.labels("no").set(written.without)
         self.queries.inc(result.queries)
 
     def failed(self, seconds: float) -> None:

@@ -87,20 +87,20 @@ class Checkpoint:
             self.days.setdefault(kind, {})[day_end] = rows
 
     def take(self, bounds: _Bounds) -> SliceRecords | None:
-        found = self.slices.get(bounds)
-        if found is not None:
+        records = self.slices.get(bounds)
+        if records is not None:
             self.reused += 1
-        return found
+        return records
 
-    def keep(self, bounds: _Bounds, found: SliceRecords, *, unit: int, end: float) -> None:
-        """Keep `found` if `bounds` is a whole slice of the grid that ended `SETTLE` before `end`."""
+    def keep(self, bounds: _Bounds, records: SliceRecords, *, unit: int, end: float) -> None:
+        """Keep `records` if `bounds` is a whole slice of the grid that ended `SETTLE` before `end`."""
         lo, hi = bounds
         if lo % unit == 0 and hi - lo == unit and hi <= end - SETTLE:
-            self.slices[bounds] = found
+            self.slices[bounds] = records
 
     def prune(self, *, before: float) -> None:
         """Forget the slices that ended before `before` (out of every window still asked)."""
-        self.slices = {bounds: found for bounds, found in self.slices.items() if bounds[1] > before}
+        self.slices = {bounds: records for bounds, records in self.slices.items() if bounds[1] > before}
 
     def settle(self, other: Checkpoint, *, before: float) -> None:
         """Take `other`'s slices and days (a build's working copy, its reads over): the days that
@@ -183,8 +183,8 @@ def save(checkpoint: Checkpoint, path: Path) -> None:
             header = {"version": _VERSION, "key": checkpoint.key, "unit": checkpoint.unit,
                       "resolution": checkpoint.resolution}
             out.write(orjson.dumps(header) + b"\n")
-            for (lo, hi), found in sorted(checkpoint.slices.items()):
-                out.write(orjson.dumps([lo, hi, found.columns()]) + b"\n")
+            for (lo, hi), records in sorted(checkpoint.slices.items()):
+                out.write(orjson.dumps([lo, hi, records.columns()]) + b"\n")
             for kind, kept in sorted(checkpoint.days.items()):
                 for day, day_rows in sorted(kept.items()):
                     out.write(orjson.dumps({"kind": kind, "day": day, "rows": day_rows}) + b"\n")

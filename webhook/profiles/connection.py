@@ -81,13 +81,13 @@ def parse_selector(text: str) -> tuple[Matcher, ...]:
     matchers: list[Matcher] = []
     position = 0
     while position < len(body.rstrip()):
-        found = _MATCHER.match(body, position)
-        if found is None:
+        match = _MATCHER.match(body, position)
+        if match is None:
             raise ConnectionSettingsError(
                 f"--prometheus-selector {text!r}: expected label matchers such as cluster=\"prod-eu\" "
                 f"(label, one of = != =~ !~, a quoted value; comma-separated) at {body[position:][:30]!r}"
             )
-        matcher = Matcher(found["label"], found["op"], _unquote(found["value"]))
+        matcher = Matcher(match["label"], match["op"], _unquote(match["value"]))
         if matcher.label == "__name__":
             raise ConnectionSettingsError("--prometheus-selector: __name__ is chosen by each query")
         if matcher.op in ("=~", "!~"):
@@ -96,7 +96,7 @@ def parse_selector(text: str) -> tuple[Matcher, ...]:
             except re.error as exc:
                 raise ConnectionSettingsError(f"--prometheus-selector {text!r}: bad regex: {exc}") from None
         matchers.append(matcher)
-        position = found.end()
+        position = match.end()
     return tuple(matchers)
 
 
@@ -232,15 +232,15 @@ class PrometheusConnection:
 
     def warnings(self) -> list[str]:
         """What an operator must hear about these settings on every start."""
-        found = []
+        said = []
         if self.insecure_skip_verify:
-            found.append(
+            said.append(
                 f"--prometheus-insecure-skip-verify: the certificate of {self.display_url} is NOT checked; "
                 "anyone on the network path can read the credentials and answer with made-up usage"
             )
         if urlsplit(self.url).scheme == "http" and (self.bearer_token_file or self.username):
-            found.append(f"credentials are sent in clear text to {self.display_url} (http://, not https://)")
-        return found
+            said.append(f"credentials are sent in clear text to {self.display_url} (http://, not https://)")
+        return said
 
     def client(self) -> httpx.Client:
         """A new HTTP client with these credentials, headers and TLS settings (see `httpclient`). Wrong

@@ -103,9 +103,9 @@ def exact_cpu(
     )
     out: dict[Container, tuple[float, float]] = {}
     for container, keys in members.items():
-        found = [outcome.values[k] for k in keys if k in outcome.values]
-        if found:
-            out[container] = (max(found), 0.0)
+        statistics = [outcome.values[k] for k in keys if k in outcome.values]
+        if statistics:
+            out[container] = (max(statistics), 0.0)
     share = outcome.points / outcome.total if outcome.total else 0.0
     progress(f"  exact CPU: {len(out)} containers from {outcome.queries} queries, {outcome.points:,} of "
              f"{outcome.total:,} points above the floors ({share:.1%})"

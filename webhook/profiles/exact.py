@@ -149,17 +149,17 @@ def _join(todo: Sequence[Pool], fresh: Mapping[object, _Known], known: dict[obje
     points the band added."""
     added = 0
     for pool in todo:
-        found = fresh[pool.key]
+        fetched = fresh[pool.key]
         before_floor = known[pool.key].floor if pool.key in known else math.inf
-        band = [v for v in [*found.top, *pool.values] if found.floor < v <= before_floor]
+        band = [v for v in [*fetched.top, *pool.values] if fetched.floor < v <= before_floor]
         added += len(band)
         if pool.key in known:  # what the earlier fetches found, and the band under it
             known[pool.key].top += band
-            known[pool.key].floor = found.floor
+            known[pool.key].floor = fetched.floor
         else:
-            found.total += len(pool.values)
-            found.top = band
-            known[pool.key] = found
+            fetched.total += len(pool.values)
+            fetched.top = band
+            known[pool.key] = fetched
     return added
 
 
@@ -170,13 +170,13 @@ def _read_off(
     above their floor (and some points at all) are returned, to be fetched again lower."""
     short = []
     for pool in todo:
-        found = known[pool.key]
-        value = from_top(found.top, total=found.total, q=q)
+        pooled = known[pool.key]
+        value = from_top(pooled.top, total=pooled.total, q=q)
         if value is not None:
             outcome.values[pool.key] = value
-            outcome.floors[pool.key] = found.floor
-            outcome.total += found.total
-        elif found.total > 0:
+            outcome.floors[pool.key] = pooled.floor
+            outcome.total += pooled.total
+        elif pooled.total > 0:
             short.append(pool)
     return short
 
@@ -296,10 +296,11 @@ def _read(
         numbers: list[Sample] = []
         tops: list[Values] = []
         for piece, piece_span in pieces:
-            found = _read(prom, piece, span=piece_span, step=step, rate_window=rate_window, recorded=recorded,
-                          counts=counts, splits=splits + 1)
-            numbers += found[0]
-            tops += found[1]
+            piece_numbers, piece_tops = _read(prom, piece, span=piece_span, step=step,
+                                              rate_window=rate_window, recorded=recorded, counts=counts,
+                                              splits=splits + 1)
+            numbers += piece_numbers
+            tops += piece_tops
         return numbers, tops
 
 

@@ -55,10 +55,10 @@ class Owners:
         return cls.from_labels(sample.labels for sample in samples)
 
     @classmethod
-    def from_labels(cls, found: Iterable[Mapping[str, str]]) -> Owners:
+    def from_labels(cls, label_sets: Iterable[Mapping[str, str]]) -> Owners:
         """From the owner series' label sets (`Prometheus.series`, or an answer's samples' labels)."""
         owners = cls()
-        for labels in found:
+        for labels in label_sets:
             kind, name = labels.get("owner_kind", ""), labels.get("owner_name", "")
             ns = labels.get("namespace")
             if not ns or not kind or kind == "<none>" or not name or name == "<none>":

@@ -29,8 +29,8 @@ _VALUE = re.compile(rb',"([^"]*)"\]')
 def matrix(content: bytes) -> tuple[Any, list[tuple[dict[str, str], array[float]]]] | None:
     """(the answer without its result, its series as (labels, values)); None: not a matrix laid out
     as Prometheus writes one (an error, another result type, another layout)."""
-    head, found, rest = content.partition(_RESULT)
-    if not found or b'"resultType":"matrix"' not in head:
+    head, opening, rest = content.partition(_RESULT)
+    if not opening or b'"resultType":"matrix"' not in head:
         return None
     series: list[tuple[dict[str, str], array[float]]] = []
     at = 0

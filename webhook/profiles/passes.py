@@ -164,7 +164,7 @@ class Passes:
         `concurrency` pieces are asked at once, and answers are reduced as they arrive.
         """
         unit, grid = self.grid()
-        kept = {b: found for b in grid if self.checkpoint and (found := self.checkpoint.take(b)) is not None}
+        kept = {b: held for b in grid if self.checkpoint and (held := self.checkpoint.take(b)) is not None}
         asked = [(b, shard) for b in grid if b not in kept for shard in self.shards]
         self._planned = len(asked)
         width = len(self.settings.cpu_grid())
@@ -186,15 +186,15 @@ class Passes:
                 if bounds in kept:
                     out.extend(kept[bounds])
                 else:
-                    found, failed = SliceRecords(width), len(self.unread)
+                    answered, failed = SliceRecords(width), len(self.unread)
                     for _ in self.shards:
-                        found.extend(flight.popleft().result())
+                        answered.extend(flight.popleft().result())
                         top_up()
                         self._tick()
                     if self.checkpoint is not None and len(self.unread) == failed:
-                        self.checkpoint.keep(bounds, found, unit=unit, end=self.end)
-                    out.extend(found)
-                    self.progress(f"  slice {i + 1}/{len(grid)}: {len(found)} series"
+                        self.checkpoint.keep(bounds, answered, unit=unit, end=self.end)
+                    out.extend(answered)
+                    self.progress(f"  slice {i + 1}/{len(grid)}: {len(answered)} series"
                                   + (f" from {len(self.shards)} shards" if len(self.shards) > 1 else ""))
                 if recent_at is not None and bounds[0] <= recent_at:
                     recent_copy = SliceRecords(width)  # `out` grows on while the reader runs
@@ -238,7 +238,7 @@ def plan_passes(
                                             interval=min(step, interval) if interval > 0 else step,
                                             samples_per_query=settings.samples_per_query)
     span = window / slices
-    resolution = {ns: min(step, found) if found > 0 else step for ns, found in scrape.intervals().items()}
+    resolution = {ns: min(step, every) if every > 0 else step for ns, every in scrape.intervals().items()}
     finest = min(resolution.values(), default=float(step))
     known: list[str] = list(settings.namespaces)
 

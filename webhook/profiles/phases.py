@@ -148,7 +148,7 @@ def choose_resolution(plan: BuildPlan) -> None:
     # The heavy queries (the passes, the start-ups, the top fetch) of a small fleet hold a share of
     # its points (`fleet_budget`); the summaries and the totals keep the whole budget.
     fleet = points(scrape.total(), span=window, step=resolution.step, interval=scrape.interval())
-    largest = points(max((n for found in scrape.live.values() for n in found.values()), default=0.0),
+    largest = points(max((n for by_name in scrape.live.values() for n in by_name.values()), default=0.0),
                      span=window, step=resolution.step, interval=scrape.interval())
     budget = fleet_budget(fleet, ceiling=settings.max_samples, largest=largest)
     if plan.working is not None:
@@ -202,7 +202,7 @@ def complete_series(plan: BuildPlan, pool: Executor) -> None:
     owners = plan.small.owners.result()
     plan.progress(f"  owners: {len(owners.pods)} pods known to kube-state-metrics")
     seen = seen_without_start(plan.prom, settings, plan.records, end=end)
-    intervals = {namespace: found for namespace, found in plan.scrape.intervals().items() if found > 0}
+    intervals = {namespace: seconds for namespace, seconds in plan.scrape.intervals().items() if seconds > 0}
     stats = StatsBySeries(plan.records, interval=intervals or plan.interval, seen=seen,
                           since=end - plan.window, grid=settings.cpu_grid())
     if not settings.exact_cpu:
@@ -323,7 +323,7 @@ def assemble_document(plan: BuildPlan, drawn_asked: Future[Drawn] | None) -> Pro
     workloads = {
         key: WorkloadEntry(
             dict(profiles), dict(plan.current.get(key, {})),
-            {name: found for name, found in drawn.get(key, {}).items() if name in profiles},
+            {name: summary for name, summary in drawn.get(key, {}).items() if name in profiles},
         )
         for key, profiles in plan.containers.items()
         if key.namespace not in unread
@@ -341,10 +341,10 @@ def assemble_document(plan: BuildPlan, drawn_asked: Future[Drawn] | None) -> Pro
 def _pods_reported(asked: Future[list[Sample]]) -> float | None:
     """How many Pods kube-state-metrics reported in the last hour (`queries.hpa_targets`); None if unknown."""
     try:
-        found = [sample.value for sample in asked.result() if sample.labels.get("stat") == "pods"]
+        pods = [sample.value for sample in asked.result() if sample.labels.get("stat") == "pods"]
     except PrometheusError:
         return None
-    return found[0] if found else None
+    return pods[0] if pods else None
 
 
 def _hpa_scope(asked: Future[list[Sample]]) -> Scope:

@@ -74,12 +74,12 @@ def check_connection(
     selector = connection.selector_text
     scope = f"{MEMORY_METRIC}{{{selector}}}"
     with connection.client() as client:
-        found = _label_values(client, connection, "namespace", match=scope, start=start, end=end)
-        if not found:
+        with_data = _label_values(client, connection, "namespace", match=scope, start=start, end=end)
+        if not with_data:
             raise PrometheusError(_nothing_found(client, connection, start=start, end=end))
-        missing = [name for name in namespaces if name not in found]
+        missing = [name for name in namespaces if name not in with_data]
         if missing:
-            raise PrometheusError(_no_such_namespace(missing, found, connection, start=start, end=end))
+            raise PrometheusError(_no_such_namespace(missing, with_data, connection, start=start, end=end))
         if any(m.label == "cluster" for m in connection.selector):
             return []
         clusters = _label_values(client, connection, "cluster", match=scope, start=start, end=end)
@@ -92,14 +92,14 @@ def check_connection(
 
 
 def _no_such_namespace(
-    missing: Sequence[str], found: Sequence[str], connection: PrometheusConnection, *, start: float,
+    missing: Sequence[str], with_data: Sequence[str], connection: PrometheusConnection, *, start: float,
     end: float,
 ) -> str:
-    guesses = [close for name in missing for close in difflib.get_close_matches(name, found, n=1)]
+    guesses = [close for name in missing for close in difflib.get_close_matches(name, with_data, n=1)]
     hint = f"did you mean {', '.join(guesses)}? " if guesses else ""
     return (
         f"--namespace {', '.join(missing)}: no {MEMORY_METRIC} series {_span(start, end)} at "
-        f"{connection.display_url}: {hint}namespaces with data: {_listed(found)}"
+        f"{connection.display_url}: {hint}namespaces with data: {_listed(with_data)}"
     )
 
 

@@ -175,10 +175,10 @@ class Prometheus:
         lookup, no sample decoded (`max_over_time` over the window decodes every one of them)."""
         params: dict[str, str | list[str]] = {"match[]": [scoped(match, self.selector) for match in matches],
                   "start": f"{start:.3f}", "end": f"{end:.3f}"}
-        found = self._call("/api/v1/series", params, listing=True)
-        if not isinstance(found, list):
+        label_sets = self._call("/api/v1/series", params, listing=True)
+        if not isinstance(label_sets, list):
             raise PrometheusError(f"Prometheus at {self.url}: /api/v1/series answered no list")
-        return [item for item in found if isinstance(item, dict)]
+        return [item for item in label_sets if isinstance(item, dict)]
 
     def instant(self, query: str, *, at: float) -> list[Sample]:
         """An instant query evaluated at `at`; NaN values (empty quantiles) are dropped."""
@@ -203,17 +203,17 @@ class Prometheus:
 
         A piece Prometheus refuses for loading too many samples (or a timeout) is halved and asked again.
         """
-        found = joined(self.range_points(query, start=start, end=end, step=step))
+        series = joined(self.range_points(query, start=start, end=end, step=step))
         return [Series(dict(labels), tuple(sorted((float(t), float(v)) for t, v in points)))
-                for labels, points in found]
+                for labels, points in series]
 
     def range_points(
         self, query: str, *, start: float, end: float, step: int
     ) -> list[tuple[Mapping[str, str], Any]]:
         """`range` as Prometheus wrote it: (labels, [[time, "value"], ...]) per series and piece, not
         merged, sorted or turned into tuples (for an answer its reader walks once, point by point)."""
-        found = self._ranged(query, start=start, end=end, step=step)
-        return [(item["metric"], item["values"]) for item in found]
+        pieces = self._ranged(query, start=start, end=end, step=step)
+        return [(item["metric"], item["values"]) for item in pieces]
 
     def range_values(self, query: str, *, start: float, end: float, step: int) -> list[Values]:
         """`range` without timestamps or order: (labels, values) per series and piece, negative values

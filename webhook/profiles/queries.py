@@ -370,7 +370,7 @@ def scoped(query: str, matchers: str) -> str:
     """
     if not matchers:
         return query
-    lexemes = [(found.lastgroup or "", found.group()) for found in _LEXEME.finditer(query)]
+    lexemes = [(lexeme.lastgroup or "", lexeme.group()) for lexeme in _LEXEME.finditer(query)]
     significant = [i for i, (kind, _) in enumerate(lexemes) if kind != "space"]
     following = dict(zip(significant, [*significant[1:], None], strict=True))
     out: list[str] = []

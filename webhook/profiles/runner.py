@@ -48,10 +48,10 @@ def open_store(
     from webhook.cluster.config import discover
     from webhook.profiles.kubestore import KubeStore
 
-    found = discover(kubeconfig=kubeconfig)
-    if found.config is None:
-        raise StoreError(f"no Kubernetes API for the profile store: {found.reason}")
-    return TrailingStore(KubeStore(found.config.api_client, namespace=namespace))
+    api = discover(kubeconfig=kubeconfig)
+    if api.config is None:
+        raise StoreError(f"no Kubernetes API for the profile store: {api.reason}")
+    return TrailingStore(KubeStore(api.config.api_client, namespace=namespace))
 
 
 @dataclass(frozen=True, slots=True)

@@ -140,15 +140,15 @@ def plan(
             return resolution.get(ns) or max(resolution.values(), default=1.0)
         return resolution
 
-    cost = {ns: {name: estimate(n, span=span, resolution=finest(ns)) for name, n in found.items()}
-            for ns, found in series.items()}
-    total = {ns: sum(found.values()) for ns, found in cost.items()}
+    cost = {ns: {name: estimate(n, span=span, resolution=finest(ns)) for name, n in by_name.items()}
+            for ns, by_name in series.items()}
+    total = {ns: sum(by_name.values()) for ns, by_name in cost.items()}
     if sum(total.values()) <= budget:
         return [Shard()]
     shards: list[Shard] = []
     for ns in sorted(ns for ns in total if total[ns] > budget):
         shards += _by_container(ns, cost[ns], budget)
-    fitting = {ns: found for ns, found in total.items() if found <= budget}
+    fitting = {ns: samples for ns, samples in total.items() if samples <= budget}
     shards += [Shard(tuple(sorted(members))) for _, members in _packed(fitting, budget)]
     return sorted(shards)
 

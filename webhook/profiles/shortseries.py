@@ -29,15 +29,15 @@ def seen_without_start(
     step = queries.duration(settings.coverage_step)
     window = queries.duration(settings.window)
     answer = prom.instant(queries.coverage(settings.namespaces, span=window, coverage_step=step), at=end)
-    found: dict[SeriesId, dict[str, float]] = defaultdict(dict)
+    seen: dict[SeriesId, dict[str, float]] = defaultdict(dict)
     for sample in answer:
         key = series_id(sample.labels)
         if key is not None:
-            found[key][sample.labels.get("stat", "")] = sample.value
+            seen[key][sample.labels.get("stat", "")] = sample.value
     # Seen at coverage steps: the life extends half a step beyond the first and last on average.
     return {
         sid: (v["first"] - step / 2, v["last"] + step / 2)
-        for sid, v in found.items()
+        for sid, v in seen.items()
         if "first" in v and "last" in v
     }
 
@@ -80,9 +80,9 @@ def fetch_short_series(
         if waiting:
             asked.append(ask(waiting.popleft()))
         for series in answer:
-            found = series_id(series.labels)
-            if found is not None:
-                values[found] += [max(v, 0.0) for _, v in series.points]
+            whose = series_id(series.labels)
+            if whose is not None:
+                values[whose] += [max(v, 0.0) for _, v in series.points]
         del answer
     for sid in short:
         if values.get(sid):

@@ -54,8 +54,8 @@ class Scrape:
     def interval(self, namespace: str | None = None) -> float:
         """Seconds between samples, the coarsest of both hours (of `namespace`, else of every
         namespace); 0 when unknown."""
-        rates = [found[ns] for found in (self.per_hour, self.oldest) for ns in found
-                 if (namespace is None or ns == namespace) and found[ns] > 0]
+        rates = [hour[ns] for hour in (self.per_hour, self.oldest) for ns in hour
+                 if (namespace is None or ns == namespace) and hour[ns] > 0]
         if not rates and namespace is not None:
             return self.interval()
         return 3600 / min(rates) if rates else 0.0

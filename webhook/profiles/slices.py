@@ -97,13 +97,13 @@ class SliceRecords(Sequence[SliceRecord]):
                 **{name: column.tolist() for name, column in self._numbers.items()}}
 
     @classmethod
-    def from_columns(cls, found: Mapping[str, Any], *, interned: dict[SeriesId, SeriesId]) -> SliceRecords:
+    def from_columns(cls, columns: Mapping[str, Any], *, interned: dict[SeriesId, SeriesId]) -> SliceRecords:
         """`columns` read back (None as NaN); raises ValueError, KeyError or TypeError if malformed."""
-        out = cls(int(found["width"]))
+        out = cls(int(columns["width"]))
         out.series = [shared_id((str(ns), str(pod), str(container)), interned)
-                      for ns, pod, container in found["series"]]
-        out._cpu = _floats(found["cpu"])
-        out._numbers = {name: _floats(found[name]) for name in _NUMBERS}
+                      for ns, pod, container in columns["series"]]
+        out._cpu = _floats(columns["cpu"])
+        out._numbers = {name: _floats(columns[name]) for name in _NUMBERS}
         if any(len(column) != len(out.series) for column in out._numbers.values()) or (
             len(out._cpu) != len(out.series) * out.width
         ):
@@ -227,8 +227,8 @@ def records(bounds: tuple[float, float], memory: By, cpu: By, *, grid: Sequence[
     for sid, mem in memory.items():
         if "count" not in mem:
             continue
-        found = cpu.get(sid)
-        values = tuple(max(found.get(stat, math.nan), 0.0) for stat in stats) if found else ()
+        its_cpu = cpu.get(sid)
+        values = tuple(max(its_cpu.get(stat, math.nan), 0.0) for stat in stats) if its_cpu else ()
         out.append(SliceRecord(sid, lo, hi, int(mem["count"]), mem.get("start"), mem.get("max"), values,
                                mem.get("latest")))
     return out
@@ -246,16 +246,16 @@ class StatsBySeries(Mapping[SeriesId, list[SeriesStats]]):
 
     def __init__(
         self,
-        found: SliceRecords,
+        records: SliceRecords,
         *,
         interval: float | Mapping[str, float],
         seen: Mapping[SeriesId, tuple[float, float]],
         since: float,
         grid: Sequence[float],
     ) -> None:
-        self._found = found
-        self._records: dict[SeriesId, list[int]] = defaultdict(list)  # rows of `found`, not objects
-        for row, sid in enumerate(found.series):
+        self._records_read = records
+        self._records: dict[SeriesId, list[int]] = defaultdict(list)  # rows of `records`, not objects
+        for row, sid in enumerate(records.series):
             self._records[sid].append(row)
         self._whole: dict[SeriesId, list[SeriesStats]] = {}
         self.interval, self.seen, self.since, self.grid = interval, seen, since, tuple(grid)
@@ -278,16 +278,16 @@ class StatsBySeries(Mapping[SeriesId, list[SeriesStats]]):
         return len(self._records)
 
     def samples(self, sid: SeriesId) -> int:
-        counts = self._found.column("samples")
+        counts = self._records_read.column("samples")
         return int(sum(counts[row] for row in self._records[sid]))
 
     def _stats(self, sid: SeriesId, row: int) -> SeriesStats:
-        found = self._found
+        read = self._records_read
         interval = self.interval if isinstance(self.interval, float | int) else (
             self.interval.get(sid[0]) or max(self.interval.values(), default=60.0))
-        lo, hi = found.column("lo")[row], found.column("hi")[row]
-        count, start = int(found.column("samples")[row]), found.column("start")[row]
-        peak = found.column("memory_peak")[row]
+        lo, hi = read.column("lo")[row], read.column("hi")[row]
+        count, start = int(read.column("samples")[row]), read.column("start")[row]
+        peak = read.column("memory_peak")[row]
         if start < lo:  # (NaN, no start time, compares false)
             # Alive before: its previous sample came within an interval before `lo`, half on average,
             # and so begins this slice's life (which then spans `count` intervals, not one fewer).
@@ -300,16 +300,16 @@ class StatsBySeries(Mapping[SeriesId, list[SeriesStats]]):
             first, last = max(lo, self.seen[sid][0]), min(hi, self.seen[sid][1])
         else:  # nothing says when: the count alone, placed at the end of the slice
             first, last = max(lo, hi - (count - 1) * interval), hi
-        cpu = zip(self.grid, found.cpu_of(row), strict=True)
+        cpu = zip(self.grid, read.cpu_of(row), strict=True)
         return SeriesStats(samples=count, first=first, last=max(first, last),
                            memory_peak=None if math.isnan(peak) else peak,
                            cpu_quantiles={q: v for q, v in cpu if not math.isnan(v)})
 
 
-def without_start(found: SliceRecords) -> bool:
+def without_start(records: SliceRecords) -> bool:
     """Whether some series has no container start time in any slice (then a coverage query places it)."""
-    every, started = set(found.series), set()
-    for sid, start in zip(found.series, found.column("start"), strict=True):
+    every, started = set(records.series), set()
+    for sid, start in zip(records.series, records.column("start"), strict=True):
         if not math.isnan(start):
             started.add(sid)
     return len(started) < len(every)

@@ -70,7 +70,7 @@ class StartupReads(NamedTuple):
 
 
 def read_startups(
-    prom: Prometheus, settings: BuildSettings, found: SliceRecords, *, since: float, end: float,
+    prom: Prometheus, settings: BuildSettings, records: SliceRecords, *, since: float, end: float,
     reach: int, step: int | None = None,
 ) -> StartupReads:
     """Start-up CPU points (seconds since the start, cores) of the containers that started since `since`.
@@ -85,7 +85,7 @@ def read_startups(
     step = step or queries.duration(settings.step)
     starts = sorted({
         (record.series, at)
-        for record in found
+        for record in records
         for at in (record.start, record.latest)
         if at is not None and since <= at <= end
     })

@@ -243,9 +243,9 @@ class _DayReader:
         """One kind's hourly values in (start, stop] into `day`, whose first hour ends at `lo` + 1 h."""
         answer = self.prom.range_points(query, start=start + HOUR, end=stop, step=HOUR)
         self.widest = max(self.widest, len(answer))
-        for found, points in answer:  # 6 points a series: the per-series work counts
-            labels = (found.get("namespace", ""), found.get("controller", ""),
-                      found.get("container", ""), stat)  # _LABELS
+        for series, points in answer:  # 6 points a series: the per-series work counts
+            labels = (series.get("namespace", ""), series.get("controller", ""),
+                      series.get("container", ""), stat)  # _LABELS
             values = day.get(labels)
             if values is None:
                 values = day[labels] = array("d", _NONE)

@@ -95,10 +95,10 @@ def decode_summaries(raw: object, *, where: str) -> dict[str, UsageSummary]:
     only for drawing, and the profiles beside it (what the webhook uses) must still load."""
     if not isinstance(raw, Mapping):
         return {}
-    found = {}
+    summaries = {}
     for name, data in raw.items():
         try:
-            found[str(name)] = decode_summary(data, f"{where}/{name}")
+            summaries[str(name)] = decode_summary(data, f"{where}/{name}")
         except ValueError:
             continue
-    return found
+    return summaries

@@ -40,8 +40,8 @@ Peaks = dict[tuple[str, str, str], dict[str, float]]  # (namespace, group, conta
 
 def group_of(pod: str) -> str:
     """The group Prometheus sums a Pod into (`queries.usage_totals`, which anchors the same regex)."""
-    found = _POD_GROUP.fullmatch(pod)
-    return found[1] if found else ""
+    match = _POD_GROUP.fullmatch(pod)
+    return match[1] if match else ""
 
 
 RESOURCES = ("cpu", "memory")
@@ -85,7 +85,7 @@ def hpa_scope(samples: Iterable[Sample]) -> Scope:
         for resource in RESOURCES:
             if not named or resource in named:
                 scope[resource] |= scaled
-    return {resource: frozenset(found) for resource, found in scope.items()}
+    return {resource: frozenset(scaled) for resource, scaled in scope.items()}
 
 
 def scope_pattern(scope: frozenset[tuple[str, str]]) -> str:
@@ -139,7 +139,7 @@ def fetch_totals(
                        aligned=checkpoint is not None)
     kind = "totals " + hashlib.sha256(repr(sorted(patterns.items())).encode()).hexdigest()[:16]
     by_slice = _kept_slices(cut, checkpoint=checkpoint, kind=kind)
-    asking = [(group, lo, hi) for (lo, hi), found in by_slice.items() if not found for group in groups]
+    asking = [(group, lo, hi) for (lo, hi), peaks in by_slice.items() if not peaks for group in groups]
     reader = _Reader(prom, namespaces, step=step, rate_window=rate_window, recorded=recorded)
     try:
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="totals") as pool:
@@ -202,8 +202,8 @@ def _kept_slices(cut: list[_Bounds], *, checkpoint: Checkpoint | None, kind: str
     by_slice: dict[_Bounds, Peaks] = {}
     for lo, hi in cut:
         kept = checkpoint.take_day(kind, hi) if checkpoint is not None and hi - lo == DAY else None
-        found = _from_rows(kept) if kept is not None else None
-        by_slice[(lo, hi)] = found if found is not None else defaultdict(dict)
+        peaks = _from_rows(kept) if kept is not None else None
+        by_slice[(lo, hi)] = peaks if peaks is not None else defaultdict(dict)
     return by_slice
 
 
@@ -243,10 +243,10 @@ def _peaks(
 ) -> Peaks:
     """The window's peak of each group container, the highest of its slices' (the whole days kept)."""
     peaks: Peaks = defaultdict(dict)
-    for (lo, hi), found in by_slice.items():
+    for (lo, hi), of_slice in by_slice.items():
         if checkpoint is not None and hi - lo == DAY:
-            checkpoint.keep_day(kind, hi, _rows(found), end=end)
-        for key, stats in found.items():
+            checkpoint.keep_day(kind, hi, _rows(of_slice), end=end)
+        for key, stats in of_slice.items():
             for stat, value in stats.items():
                 peaks[key][stat] = max(peaks[key].get(stat, 0.0), value)
     return dict(peaks)
@@ -307,17 +307,17 @@ def attach_totals(
     workloads: dict[tuple[str, str], set[WorkloadKey]] = defaultdict(set)
     for namespace, pod, _ in series:
         workloads[(namespace, group_of(pod))].add(owners.workload(namespace, pod))
-    found: dict[tuple[WorkloadKey, str], dict[str, float]] = defaultdict(dict)
+    by_container: dict[tuple[WorkloadKey, str], dict[str, float]] = defaultdict(dict)
     for (namespace, group, container), stats in peaks.items():
         keys = workloads.get((namespace, group), set())
         if len(keys) != 1:
             continue
         (key,) = keys
         for stat, value in stats.items():  # a CronJob's Jobs are separate groups: the busiest counts
-            found[(key, container)][stat] = max(found[(key, container)].get(stat, 0.0), value)
+            by_container[(key, container)][stat] = max(by_container[(key, container)].get(stat, 0.0), value)
     for key, profiles in containers.items():
         for name, profile in profiles.items():
-            peak = found.get((key, name))
+            peak = by_container.get((key, name))
             if peak and isinstance(profile, Recommendation):
                 totals = UsageTotals(
                     cpu=round_up(peak["cpu"], Decimal("0.001"), Decimal(0)) if "cpu" in peak else None,
