@@ -1,6 +1,9 @@
-"""Series the passes summarize poorly, completed by small reads: when the series without a container
-start time were seen (a coarse coverage query places their life in the window), and every value of
-the short-lived ones (Jobs, churn: a few quantiles would interpolate between too few points).
+"""Series the passes summarize poorly, completed by small reads: when those without a start time were
+seen, and every value of the short-lived ones.
+
+A series without a container start time is placed in the window by a coarse coverage query; a
+short-lived one (Jobs, churn) is fetched whole, as a few quantiles would interpolate between too few
+points.
 
 Each is read only for the series the passes found needing it, in few queries sized to the build's
 sample budget, never one per Pod (`webhook.profiles.build` asks them once the passes are in).
