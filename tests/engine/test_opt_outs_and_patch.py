@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
@@ -122,24 +121,6 @@ class TestPatchShape:
                 "op": "add",
                 "path": "/spec/containers/0/resources",
                 "value": {"requests": {"cpu": "1"}, "limits": {"memory": "1Gi"}},
-            },
-        )
-
-    def test_a_copy_goes_on_apart_from_the_builder_it_was_copied_from(self) -> None:
-        builder = PatchBuilder({"spec": {"containers": [{"name": "a"}]}})
-        builder.set(("spec", "containers", 0, "resources", "requests", "cpu"), "1")
-        builder.set(("spec", "terminationGracePeriodSeconds"), 35)
-        before = copy.deepcopy(builder.ops)
-        copied = builder.copy()
-        copied.set(("spec", "containers", 0, "resources", "requests", "memory"), "1Gi")
-        copied.set(("spec", "containers", 0, "resources", "limits", "cpu"), "2")
-        copied.drop(("spec", "terminationGracePeriodSeconds"))
-        assert builder.ops == before
-        assert copied.ops == (
-            {
-                "op": "add",
-                "path": "/spec/containers/0/resources",
-                "value": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "2"}},
             },
         )
 

@@ -115,7 +115,7 @@ class TestSourcesAndTheVerdictCache:
     def test_cache_hits_misses_and_hits_decided_again_for_their_quota_are_exported(self) -> None:
         app = create_app(Settings(), State())
         cache: VerdictCache = app.state.verdict_cache
-        cache.hits, cache.misses, cache.resumed = 7, 3, 2
+        cache.hits, cache.misses, cache.decided_again = 7, 3, 2
         found = samples(app.state.metrics)
         assert found[("pod_tailor_verdict_cache_lookups_total", (("result", "hit"),))] == 7.0
         assert found[("pod_tailor_verdict_cache_lookups_total", (("result", "miss"),))] == 3.0

@@ -10,24 +10,14 @@ import weakref
 
 import pytest
 
-from tests.engine.podkit import pod
-from tests.fit.kit import quota
 from webhook.admission.cache import MAX_ENTRY_INPUTS, VerdictCache, entry_cost
 from webhook.admission.verdict import Outcome, Verdict
 from webhook.config.policies import bundled_policies
-from webhook.core.engine import decide
-from webhook.core.quota import parse_quota
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
 
 CLUSTER = ClusterSnapshot(policies=bundled_policies())
 PROFILES = ProfileSnapshot()
 VERDICT = Verdict(Outcome.PATCHED, patch="W10=", warnings=("a warning",))
-# A decision kept at its quota step, as `decide` keeps it where a quota counts the Pod and a ledger is given.
-QUOTAS = {"shop": (parse_quota(quota(hard={"cpu": "4"})),)}
-CHECKPOINT = decide(
-    pod(), namespace="shop", pending={}, cluster=ClusterSnapshot(policies=bundled_policies(), quotas=QUOTAS),
-    profiles=PROFILES,
-)[1].resume
 
 
 def key_of(cache: VerdictCache, inputs: bytes, *, cluster: ClusterSnapshot = CLUSTER,
@@ -116,12 +106,6 @@ class TestBytes:
         key = ("shop", b"x" * 100)
         assert entry_cost(key, VERDICT) == 100 + 3 * len(VERDICT.tail) + 512
 
-    def test_an_entry_kept_with_its_decisions_checkpoint_costs_ten_inputs_and_two_answers_more(self) -> None:
-        """What the checkpoint holds besides (the parsed Pod, the decision so far), erring high."""
-        key = ("shop", b"x" * 100)
-        kept = Verdict(Outcome.PATCHED, patch="W10=", warnings=("a warning",), resume=CHECKPOINT)
-        assert entry_cost(key, kept) == entry_cost(key, VERDICT) + 10 * 100 + 2 * len(VERDICT.tail)
-
     def test_the_bytes_held_are_the_sum_of_the_entries_costs_through_replace_and_eviction(self) -> None:
         """Kills: `=`, `+=` or `[2]` for the `-= previous[1]` of a replaced entry, `=`/`+=` for the
         `-= freed` of an evicted one, `=`/`-=` for the `+= cost` of a new one, and the replaced entry not
@@ -165,8 +149,8 @@ class TestSnapshots:
 
     @pytest.mark.parametrize("which", ["cluster", "profiles"])
     def test_a_swapped_snapshot_takes_the_entries_decided_against_it_along(self, which: str) -> None:
-        """A verdict that can resume holds the namespace's cluster facts (the node index): they go when
-        the snapshot goes, not at the next admission request. Kills: no callback on either reference."""
+        """Entries decided against a snapshot go when the snapshot goes, not at the next admission
+        request. Kills: no callback on either reference."""
         cache = VerdictCache(8)
         if which == "cluster":
             old_cluster = ClusterSnapshot(policies=bundled_policies())

@@ -11,7 +11,7 @@ answer from stale data.
 
 Bounded by bytes as well as by count, because a request chooses the size of its entry: an entry costs
 its key plus about three times its answer (the answer's tail, the patch and audit texts it was built
-from) plus a fixed overhead, more with a decision's checkpoint (`entry_cost`); inputs over
+from) plus a fixed overhead (`entry_cost`); inputs over
 `MAX_ENTRY_INPUTS` bytes are never kept, and the least recently used entries go first when either
 bound is reached (a template's replicas keep coming while one-off Pods pass through).
 """
@@ -31,14 +31,8 @@ _OVERHEAD = 512  # the dict slot, the tuple, the Verdict and its small members
 
 
 def entry_cost(key: _Key, verdict: Verdict) -> int:
-    """Bytes one entry is counted as (an estimate that errs on the high side).
-
-    A verdict kept with its decision's checkpoint (`Verdict.resume`, in a namespace with quotas) holds
-    the Pod's parsed inputs and the decision so far besides: ten times the inputs' JSON and twice the
-    answer more (a Pod of 0.5 kB inputs and a 2.6 kB answer: 8.8 kB measured, 10.2 kB counted).
-    """
-    cost = len(key[1]) + 3 * len(verdict.tail) + _OVERHEAD
-    return cost + 10 * len(key[1]) + 2 * len(verdict.tail) if verdict.resume is not None else cost
+    """Bytes one entry is counted as (an estimate that errs on the high side)."""
+    return len(key[1]) + 3 * len(verdict.tail) + _OVERHEAD
 
 
 class VerdictCache:
@@ -49,14 +43,13 @@ class VerdictCache:
         self.hits = 0
         self.misses = 0
         self.oversized = 0  # inputs too large to keep
-        self.resumed = 0  # hits decided again from their quota step (`Verdict.resume`)
+        self.decided_again = 0  # hits whose quotas' room left the verdict's bands: decided whole
         self.bytes = 0
         self._entries: dict[_Key, tuple[Verdict, int]] = {}
         # The snapshots the entries were decided against, by weak reference (not their ids, which a
         # new snapshot could reuse; a dead reference matches none). Not held: a swapped snapshot is
         # freed by whoever swaps it (the refresher), not by the next admission request, and its death
-        # empties the cache (`_forget`), since a verdict that can resume (`Verdict.resume`) holds the
-        # namespace's cluster facts, the whole node index among them.
+        # empties the cache (`_forget`): its entries can never be asked for again.
         self._cluster: weakref.ref[ClusterSnapshot] | None = None
         self._profiles: weakref.ref[ProfileSnapshot] | None = None
 

@@ -216,8 +216,8 @@ def admit(
     they hold every field `pod_problem`, the engine and `check_patch` read (the patch's parents are
     inputs, kept with their presence), so the full parse is only for everything else. In a namespace
     with ResourceQuotas, `ledger` supplies what the Pods admitted just before charge them, and learns
-    what this one charges: a cached verdict is reused there only while its charges fit (`_still_fits`),
-    else decided again from its quota step on (`Decision.resume`).
+    what this one charges: a cached verdict is reused there only while the room its quotas leave
+    gives the same decision (`_still_fits`), else the Pod is decided whole.
     """
     key = None
     peeked = peek_review(body, cluster=cluster) if cache is not None else None
@@ -228,17 +228,8 @@ def admit(
             # A replica with these inputs was decided against these snapshots. Only valid Pods are
             # cached, and the inputs hold every field `pod_problem` reads, so this Pod is valid too.
             return _answer(peeked, cached, request_bytes=len(body))
-        if cached is not None and cached.resume is not None and ledger is not None:
-            # Only the room its quotas leave differs (`_still_fits` said no): decided again from the
-            # quota step on, as deciding it whole would (`Decision.resume`).
-            resume, seen = cached.resume, cluster.quotas.get(peeked.namespace) or ()
-            cache.resumed += 1
-            try:
-                settings, decision = resume.again(ledger.pending(peeked.namespace, seen))
-            except Exception as exc:
-                return _fault(peeked, ErrorReason.ENGINE, exc, workload=cached.workload)
-            return _conclude(peeked, peeked.inputs, settings, decision, key=key, cache=cache, ledger=ledger,
-                             verify_patch=verify_patch, request_bytes=len(body))
+        if cached is not None:
+            cache.decided_again += 1  # only the room its quotas leave differs: decided whole below
     review: Review | Peek
     if peeked is not None:
         review, pod = peeked, peeked.inputs

@@ -13,7 +13,7 @@ from enum import StrEnum
 
 from webhook.admission.budget import fit_audit, fit_warnings
 from webhook.admission.response import answer_tail, encode_patch
-from webhook.core.decision import Basis, Decision, Injection, Resumable
+from webhook.core.decision import Basis, Decision, Injection
 from webhook.core.namespace import Mode, NamespaceSettings
 from webhook.core.quota import RoomReading
 
@@ -45,8 +45,6 @@ class Verdict:
     capped: tuple[str, ...] = ()  # the rules that lowered a value ("fit", "quota"), for metrics
     charges: Mapping[str, Mapping[str, Decimal]] = field(default_factory=dict)  # Decision.charges
     room_reading: RoomReading | None = None  # Decision.room_reading: when a replica may reuse this
-    resume: Resumable | None = field(default=None, compare=False, repr=False)
-    # Decision.resume: a replica whose room is outside `room_reading` is decided again from the quota step
     # Derived once per verdict (a cached verdict answers every replica of a template):
     # (field kind, source kind, count), for metrics
     injection_counts: tuple[tuple[str, str, int], ...] = field(init=False)
@@ -88,7 +86,7 @@ def verdict(settings: NamespaceSettings, decision: Decision) -> Verdict:
         return Verdict(Outcome.OFF, workload=workload, policy=policy)
     if decision.skipped is not None:
         return Verdict(Outcome.SKIPPED, warnings=fit_warnings(notes), workload=workload, policy=policy,
-                       room_reading=decision.room_reading, resume=decision.resume)
+                       room_reading=decision.room_reading)
     if settings.mode is Mode.DRY_RUN:
         would = _would(decision)
         head = (
@@ -116,12 +114,11 @@ def verdict(settings: NamespaceSettings, decision: Decision) -> Verdict:
             capped=_capped(decision),
             charges=decision.charges,
             room_reading=decision.room_reading,
-            resume=decision.resume,
         )
     if not decision.ops:
         return Verdict(Outcome.UNCHANGED, warnings=fit_warnings(notes), workload=workload, policy=policy,
                        capped=_capped(decision), charges=decision.charges,
-                       room_reading=decision.room_reading, resume=decision.resume)
+                       room_reading=decision.room_reading)
     audit = fit_audit({"mode": "enforce", "policy": decision.policy, "injected": _would(decision)})
     return Verdict(
         Outcome.PATCHED,
@@ -134,5 +131,4 @@ def verdict(settings: NamespaceSettings, decision: Decision) -> Verdict:
         capped=_capped(decision),
         charges=decision.charges,
         room_reading=decision.room_reading,
-        resume=decision.resume,
     )

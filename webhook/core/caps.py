@@ -84,12 +84,6 @@ class CreatedTotals:
         self._pod = pod
         self._seen: dict[tuple[tuple[str, str, str], ...], dict[str, Decimal]] = {}
 
-    def copy(self) -> CreatedTotals:
-        """The same totals known so far, kept apart from here on (a decision resumed from a checkpoint)."""
-        new = CreatedTotals(self._pod)
-        new._seen = dict(self._seen)
-        return new
-
     def of(self, injections: Sequence[Injection]) -> dict[str, Decimal]:
         """The totals of the Pod with `injections` over its own values (what `as_created` reads)."""
         # A list made into a tuple: asked several times a decision, and a generator costs twice as much.

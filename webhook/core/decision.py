@@ -6,15 +6,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
-from webhook.core.copies import copied
 from webhook.core.quota import RoomReading
 
-if TYPE_CHECKING:
-    from webhook.core.namespace import NamespaceSettings
-
-__all__ = ["POD_TARGET", "Basis", "Cap", "Decision", "Injection", "Note", "PatchOp", "Resumable"]
+__all__ = ["POD_TARGET", "Basis", "Cap", "Decision", "Injection", "Note", "PatchOp"]
 
 PatchOp = dict[str, Any]  # one RFC 6902 operation: {"op": ..., "path": ..., "value": ...}
 POD_TARGET = "pod"  # the target of pod-level values (the grace period) and of notes about the whole Pod
@@ -76,15 +72,6 @@ class Cap:
         return f"{self.target}: {resource} {self.before} capped to {after}: {self.reason}"
 
 
-class Resumable(Protocol):
-    """A decision kept at its quota step (`webhook.core.engine.Resume`): decided again against other
-    pending quota charges, from there on, it answers as deciding the whole Pod again would."""
-
-    def again(
-        self, pending: Mapping[str, Mapping[str, Decimal]] | None
-    ) -> tuple[NamespaceSettings, Decision]: ...
-
-
 @dataclass(frozen=True, slots=True)
 class Decision:
     """The engine's whole answer; `skipped` is set (with a reason) when the Pod was left alone."""
@@ -101,14 +88,7 @@ class Decision:
     charges: Mapping[str, Mapping[str, Decimal]] = field(default_factory=dict)
     # How the decision read the room its quotas left (None: not at all): when the same decision holds
     room_reading: RoomReading | None = None
-    # Where the room read was outside `room_reading`: the decision again from its quota step (None: not kept)
-    resume: Resumable | None = field(default=None, compare=False, repr=False)
 
     @property
     def changed(self) -> bool:
         return bool(self.ops)
-
-    def amended(self, *, warnings: tuple[str, ...], resume: Resumable | None) -> Decision:
-        """This decision with `warnings` and `resume` (`copies.copied`: the engine's last touch of a
-        decision in a quota namespace)."""
-        return copied(self, warnings=warnings, resume=resume)

@@ -20,7 +20,7 @@ outside comes through `ClusterFacts` (`webhook.core.facts`), filled by the snaps
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
@@ -40,7 +40,7 @@ from webhook.core.steps import check_headroom, classify, fit, hold, probe, quota
 from webhook.core.steps.context import Context, Step, open_context
 from webhook.core.workload import WorkloadKey, pod_workload
 
-__all__ = ["STEPS", "Resume", "decide", "tailor"]
+__all__ = ["STEPS", "decide", "tailor"]
 
 # The engine's steps, in the order they run (see the module docstring).
 STEPS: tuple[Step, ...] = (
@@ -56,34 +56,6 @@ STEPS: tuple[Step, ...] = (
 )
 
 
-_RESUME_AT = STEPS.index(quota.STEP)  # the first step that reads the room the quotas leave (`facts.pending`)
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Resume:
-    """A decision kept as it stood before its quota step, for the replicas of a burst.
-
-    The steps before it read the Pod and the snapshots but not what other Pods' pending charges
-    (`facts.pending`) leave of the quotas, so a replica whose room falls outside the cached decision's
-    `RoomReading` needs only the quota step and those after it run again: `again` gives what `decide`
-    would give with that `pending`, without sizing and fitting the Pod once more.
-    """
-
-    context: Context  # never run further: each `again` goes on with a copy
-    facts: ClusterFacts  # the namespace's, without pending charges
-    settings: NamespaceSettings
-    notes: tuple[str, ...]  # `decide`'s warnings before the steps' own
-    label: str
-
-    def again(
-        self, pending: Mapping[str, Mapping[str, Decimal]] | None
-    ) -> tuple[NamespaceSettings, Decision]:
-        facts = self.facts.with_pending(pending) if pending else self.facts
-        decision, _ = _run_steps(self.context.resumed(facts), start=_RESUME_AT, label=self.label, keep=False)
-        warnings = (*self.notes, *decision.warnings) if self.notes else decision.warnings
-        return self.settings, decision.amended(warnings=warnings, resume=self)
-
-
 def tailor(
     pod: Mapping[str, Any],
     *,
@@ -96,7 +68,7 @@ def tailor(
     problem = malformed(pod)
     if problem is not None:
         return Decision(skipped=f"not a usable Pod: {problem}", policy=policy.name)
-    return _tailor_checked(pod, policy=policy, profiles=profiles, facts=facts, workload=workload)[0]
+    return _tailor_checked(pod, policy=policy, profiles=profiles, facts=facts, workload=workload)
 
 
 def _tailor_checked(
@@ -106,35 +78,25 @@ def _tailor_checked(
     profiles: WorkloadProfiles,
     facts: ClusterFacts,
     workload: WorkloadKey | None,
-    keep: bool = False,
-) -> tuple[Decision, Context | None]:
-    """`tailor` for a Pod that passed `malformed`: the steps, then the explanation; with `keep`, the
-    context as it stood before the quota step where that step reads the room (else None)."""
+) -> Decision:
+    """`tailor` for a Pod that passed `malformed`: the steps, then the explanation."""
     label = str(workload) if workload else ""
     pod, warnings = within_limits(pod)
     opt_out = exclusions(pod)
     if opt_out.skip_pod:
-        return Decision(skipped="pod label pod-tailor.io/skip=true", policy=policy.name, workload=label), None
+        return Decision(skipped="pod label pod-tailor.io/skip=true", policy=policy.name, workload=label)
     ctx = open_context(
         pod, policy=policy, profiles=profiles, facts=facts, workload=workload, opt_out=opt_out,
         warnings=warnings,
     )
-    return _run_steps(ctx, start=0, label=label, keep=keep)
-
-
-def _run_steps(ctx: Context, *, start: int, label: str, keep: bool) -> tuple[Decision, Context | None]:
-    """The steps from `STEPS[start]` on, then the decision; see `_tailor_checked` for `keep`."""
-    kept = None
-    for index in range(start, len(STEPS)):
-        if keep and index == _RESUME_AT and quota.reads_room(ctx):
-            kept = ctx.resumed(ctx.facts)
-        STEPS[index].run(ctx)
+    for step in STEPS:
+        step.run(ctx)
         if ctx.skipped is not None:
             return Decision(
                 skipped=ctx.skipped, warnings=tuple(ctx.warnings), policy=ctx.policy.name, workload=label,
                 room_reading=ctx.room_reading,
-            ), kept
-    return _decision(ctx, label=label), kept
+            )
+    return _decision(ctx, label=label)
 
 
 def _charges(ctx: Context) -> dict[str, dict[str, Decimal]]:
@@ -203,8 +165,7 @@ def decide(
     `checked`: the caller found `malformed(pod)` None already (the admission path refuses such a Pod
     with a 400 before deciding), so it is not checked twice. `pending`: what Pods admitted in the
     last seconds charge the namespace's quotas that their status does not show yet (the server's
-    ledger; `webhook.core.quota`). Given at all (even empty), the decision keeps how it stood before
-    its quota step (`Decision.resume`), for a replica whose room falls outside its `room_reading`.
+    ledger; `webhook.core.quota`).
     """
     settings = cluster.settings_for(namespace)
     policy = cluster.policies.get(settings.policy)
@@ -222,16 +183,10 @@ def decide(
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
     sized, statistic_notes = for_workload(profiles.for_workload(workload), policy.usage, annotations)
     notes += statistic_notes
-    base = cluster.facts_for(namespace)
-    facts = base.with_pending(pending) if pending else base
-    keep = pending is not None
-    decision, kept = _tailor_checked(
-        pod, policy=policy, profiles=sized, facts=facts, workload=workload, keep=keep
-    )
-    if kept is not None:
-        resume = Resume(kept, base, settings, tuple(notes), decision.workload)
-        warnings = (*notes, *decision.warnings) if notes else decision.warnings
-        decision = decision.amended(warnings=warnings, resume=resume)
-    elif notes:
-        decision = decision.amended(warnings=(*notes, *decision.warnings), resume=None)
+    facts = cluster.facts_for(namespace)
+    if pending:
+        facts = replace(facts, pending=pending)
+    decision = _tailor_checked(pod, policy=policy, profiles=sized, facts=facts, workload=workload)
+    if notes:
+        decision = replace(decision, warnings=(*notes, *decision.warnings))
     return settings, decision

@@ -10,7 +10,6 @@ from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
 from webhook.core.autoscalers import Autoscalers, NamespaceAutoscalers, around
-from webhook.core.copies import copied
 from webhook.core.nodefit import NodeIndex
 from webhook.core.quantity import QuantityError, parse
 from webhook.core.quota import Quota
@@ -48,10 +47,6 @@ class ClusterFacts:
     def around(self, pod: Mapping[str, Any], workload: WorkloadKey | None) -> Autoscalers:
         """The HPAs and VPAs that target the workload of `pod` (see `webhook.core.autoscalers`)."""
         return around(self.autoscalers, pod, workload)
-
-    def with_pending(self, pending: Mapping[str, Mapping[str, Decimal]]) -> ClusterFacts:
-        """These facts with `pending` charges (`copies.copied`: once a decision in a quota namespace)."""
-        return copied(self, pending=pending)
 
     def supports_native_sleep(self) -> bool | None:
         """`lifecycle.preStop.sleep` is on by default from 1.30; None when the version is unknown."""

@@ -43,27 +43,6 @@ class PatchBuilder:
     def ops(self) -> tuple[PatchOp, ...]:
         return tuple(self._ops)
 
-    def copy(self) -> PatchBuilder:
-        """A builder with these ops that goes on apart from this one (a decision resumed from a
-        checkpoint): the objects this patch adds are copied, since later values fill them in place."""
-        copied: dict[int, dict[str, Any]] = {}
-
-        def clone(value: dict[str, Any]) -> dict[str, Any]:
-            found = copied.get(id(value))
-            if found is None:
-                found = copied[id(value)] = {
-                    key: clone(inner) if id(inner) in added else inner for key, inner in value.items()
-                }
-            return found
-
-        added = {id(created) for created in self._created.values()}
-        new = PatchBuilder(self._pod)
-        new._ops = [
-            {**op, "value": clone(op["value"])} if id(op.get("value")) in added else op for op in self._ops
-        ]
-        new._created = {path: clone(created) for path, created in self._created.items()}
-        return new
-
     def set(self, path: Path, value: Any) -> None:
         """Set `path` to `value`: `add` for a new member, `replace` for an existing one."""
         node: Any = self._pod

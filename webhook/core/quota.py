@@ -34,7 +34,6 @@ __all__ = [
     "QuotaPolicy",
     "RoomReading",
     "applies",
-    "leftover",
     "parse_quota",
     "quota_policy",
     "room",
@@ -181,24 +180,6 @@ def room(
     return found
 
 
-def leftover(
-    quotas: Iterable[Quota], pending: Mapping[str, Mapping[str, Decimal]] | None = None
-) -> dict[str, dict[str, Decimal]]:
-    """Quota name -> canonical key -> `hard - used - pending` of each quota (what `room` takes the
-    smallest of): the form the server's ledger keeps up to date charge by charge."""
-    found: dict[str, dict[str, Decimal]] = {}
-    for quota in quotas:
-        charged = pending.get(quota.name) if pending else None
-        used, left = quota.used, {}
-        for key, hard in quota.hard.items():
-            amount = hard - used[key] if key in used else hard
-            if charged and key in charged:
-                amount -= charged[key]
-            left[key] = amount
-        found[quota.name] = left
-    return found
-
-
 @dataclass(frozen=True, slots=True)
 class Band:
     """The rooms of one key (`room`) for which a decision comes out the same: `low <= room <= high`
@@ -224,57 +205,16 @@ class RoomReading:
 
     counted: tuple[str, ...]  # the quotas that counted the Pod, by name
     bands: Mapping[str, Band]  # canonical key -> band; every key `room` gives
-    # The bands as (key, low, high, name), for `within`'s check of every cached replica.
-    flat: tuple[tuple[str, Decimal | None, Decimal | None, str | None], ...] = field(
-        default=(), init=False, compare=False, repr=False
-    )
-
-    def __post_init__(self) -> None:
-        flat = tuple((key, band.low, band.high, band.name) for key, band in self.bands.items())
-        object.__setattr__(self, "flat", flat)
 
     def holds(self, quotas: Sequence[Quota], pending: Mapping[str, Mapping[str, Decimal]] | None) -> bool:
         """Whether `quotas` (the namespace's, as the decision saw them) and `pending` give a room in
         every band, so deciding again would give the same decision."""
-        counted = self.counted  # names from these very quotas: as many means all of them
-        left = room(quotas if len(quotas) == len(counted) else [q for q in quotas if q.name in counted],
-                    pending)
-        if len(left) != len(self.bands):
-            return False
-        for key, band in self.bands.items():
-            found = left.get(key)
-            if found is None or not band.holds(*found):
-                return False
-        return True
-
-    def within(self, left: Mapping[str, Mapping[str, Decimal]]) -> bool:
-        """`holds`, from what each quota has left (`leftover`, kept by the ledger): the smallest per
-        key over the quotas counted, the first of them on a tie, as `room` takes it."""
         counted = self.counted
-        if len(counted) == 1:  # the usual namespace: one quota, so its amounts are the room
-            name = counted[0]
-            amounts = left.get(name)
-            if amounts is None or len(amounts) != len(self.flat):
-                return False
-            for key, low, high, named in self.flat:  # `Band.holds`, written out: once per replica
-                amount = amounts.get(key)
-                if amount is None or (low is not None and amount < low):
-                    return False
-                if (high is not None and amount > high) or (named is not None and named != name):
-                    return False
-            return True
-        tightest: dict[str, tuple[Decimal, str]] = {}
-        for name in counted:
-            found = left.get(name)
-            if found is None:
-                return False
-            for key, amount in found.items():
-                if key not in tightest or amount < tightest[key][0]:
-                    tightest[key] = (amount, name)
-        if len(tightest) != len(self.bands):
+        found = room((quota for quota in quotas if quota.name in counted), pending)
+        if len(found) != len(self.bands):
             return False
         for key, band in self.bands.items():
-            room = tightest.get(key)
-            if room is None or not band.holds(*room):
+            left = found.get(key)
+            if left is None or not band.holds(*left):
                 return False
         return True

@@ -62,8 +62,8 @@ class ServerCollector(Collector):
         yield lookups
         yield CounterMetricFamily(
             "pod_tailor_verdict_cache_resumed",
-            "Cache hits decided again from their quota step: the room the namespace's quotas leave moved"
-            " out of the verdict's bands since it was decided.", value=self.cache.resumed)
+            "Cache hits decided again: the room the namespace's quotas leave moved out of the verdict's"
+            " bands since it was decided.", value=self.cache.decided_again)
         up = GaugeMetricFamily("pod_tailor_refresher_up",
                                "1 if the last refresh worked; 0: the last good snapshot is served.",
                                labels=["refresher"])

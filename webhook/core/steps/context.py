@@ -16,7 +16,6 @@ from typing import Any, NamedTuple
 from webhook.core.autoscalers import Autoscalers
 from webhook.core.caps import CreatedTotals
 from webhook.core.classes import WorkloadClass
-from webhook.core.copies import copied
 from webhook.core.decision import Cap, Injection, Note
 from webhook.core.facts import ClusterFacts
 from webhook.core.holds import Hold
@@ -88,19 +87,6 @@ class Context:
         if self.created_totals is None:
             self.created_totals = CreatedTotals(self.pod)
         return self.created_totals
-
-    def resumed(self, facts: ClusterFacts) -> Context:
-        """A copy that the steps go on with apart from this one, reading `facts` (the same snapshot's,
-        with other Pods' pending quota charges): what the steps added so far is copied, not shared
-        (`copies.copied`, without `dataclasses.replace`'s checks, then those fields made anew)."""
-        totals = self.created_totals
-        return copied(
-            self, facts=facts, patch=self.patch.copy(), warnings=list(self.warnings),
-            injections=list(self.injections), notes=list(self.notes), holds=dict(self.holds),
-            sleeps=list(self.sleeps), container_policies=dict(self.container_policies), caps=list(self.caps),
-            room=dict(self.room), boosted=list(self.boosted),
-            created_totals=totals.copy() if totals is not None else None,
-        )
 
     @property
     def targeted(self) -> frozenset[int | str]:

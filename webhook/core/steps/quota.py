@@ -12,17 +12,11 @@ from __future__ import annotations
 from webhook.core.quotafit import quota_pod
 from webhook.core.steps.context import Context, Step
 
-__all__ = ["STEP", "reads_room"]
-
-
-def reads_room(ctx: Context) -> bool:
-    """Whether this step reads the room the quotas leave: only then may the decision differ with the
-    Pods admitted just before (the engine keeps a checkpoint here for those replicas)."""
-    return "resources" in ctx.features and bool(ctx.facts.quotas) and ctx.policy.quota.respect
+__all__ = ["STEP"]
 
 
 def _run(ctx: Context) -> None:
-    if not reads_room(ctx):  # `quota_pod` reads nothing either where the policy does not respect quotas
+    if "resources" not in ctx.features or not ctx.facts.quotas or not ctx.policy.quota.respect:
         return
     outcome = quota_pod(
         ctx.pod, policy=ctx.policy, facts=ctx.facts, sizeable=ctx.sizeable, injections=ctx.injections,

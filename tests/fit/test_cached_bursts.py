@@ -1,6 +1,7 @@
-"""A replica of a burst whose quota room falls outside its cached decision's reading is decided again
-from the quota step on (`Decision.resume`), keeping what sizing and node fit found: the short way must
-give exactly what deciding the whole Pod again gives (patch, explanation, warnings, caps, charges)."""
+"""Bursts of replicas through `admit` with the verdict cache and the server's quota ledger, filling a
+quota: a cached verdict is reused only where deciding again would give the same answer (its room
+reading holds for what the ledger says is left), else the Pod is decided whole, so every answer is
+the one the server gives without the cache."""
 
 from __future__ import annotations
 
@@ -20,7 +21,6 @@ from webhook.cluster.resources import node_essentials, quota_essentials
 from webhook.cluster.snapshot import build_snapshot
 from webhook.config.policies import load_policy_text
 from webhook.config.settings import Settings
-from webhook.core.engine import decide
 from webhook.core.profile import Evidence, Recommendation
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
 from webhook.core.workload import WorkloadKey
@@ -35,10 +35,6 @@ POLICIES = {
 }
 EVIDENCE = Evidence("14d", 20_160, 336.0, 95.0, 0.15, 0.93)
 WORKLOAD = WorkloadKey("shop", "Deployment", "web")
-Pending = dict[str, dict[str, Decimal]]
-
-amounts = st.integers(min_value=0, max_value=12)
-rooms = st.dictionaries(st.sampled_from(KEYS), amounts)
 histories = st.none() | st.tuples(st.integers(10, 6000), st.integers(64, 20_000))  # cpu m, memory Mi
 requests = st.dictionaries(st.sampled_from(("cpu", "memory")), st.integers(1, 3000), max_size=2)
 
@@ -47,14 +43,9 @@ def _text(key: str, value: int) -> str:
     return str(value) if "cpu" in key else f"{value}Gi"
 
 
-def _pending(values: dict[str, int]) -> Pending:
-    return {"compute": {k: Decimal(v) if "cpu" in k else Decimal(v * 2**30) for k, v in values.items()}}
-
-
-def _cluster(kind: str, hard: dict[str, int], used: dict[str, int], small_nodes: bool) -> ClusterSnapshot:
-    nodes = [node("a", cpu="1930m", memory="6Gi"), node("b", cpu="3920m", memory="14Gi")]
-    if not small_nodes:
-        nodes.append(node("c", cpu="7910m", memory="30Gi"))
+def _cluster(kind: str, hard: dict[str, int], used: dict[str, int]) -> ClusterSnapshot:
+    nodes = [node("a", cpu="1930m", memory="6Gi"), node("b", cpu="3920m", memory="14Gi"),
+             node("c", cpu="7910m", memory="30Gi")]  # fmt: skip
     compute = quota(hard={k: _text(k, v) for k, v in hard.items()},
                     used={k: _text(k, v) for k, v in used.items()})  # fmt: skip
     return build_snapshot(
@@ -81,57 +72,6 @@ def _profiles(history: list[tuple[int, int] | None]) -> ProfileSnapshot:
     return ProfileSnapshot({WORKLOAD: found})
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    kind=st.sampled_from(sorted(POLICIES)),
-    hard=st.dictionaries(st.sampled_from(KEYS), st.integers(min_value=1, max_value=12), min_size=1),
-    used=rooms,
-    then=rooms,
-    now=st.lists(rooms, min_size=1, max_size=3),
-    own=st.lists(requests, min_size=1, max_size=3),
-    history=st.lists(histories, min_size=3, max_size=3),
-    init=st.booleans(),
-    small_nodes=st.booleans(),
-)
-def test_deciding_again_from_the_quota_step_gives_what_deciding_the_whole_pod_gives(
-    kind: str, hard: dict[str, int], used: dict[str, int], then: dict[str, int], now: list[dict[str, int]],
-    own: list[dict[str, int]], history: list[tuple[int, int] | None], init: bool, small_nodes: bool,
-) -> None:
-    """For any quota room after the first decision's, one after the other from the same checkpoint
-    (each resume leaves it as it was, so the first room again gives the first decision)."""
-    cluster, profiles = _cluster(kind, hard, used, small_nodes), _profiles(history)
-    subject = _subject(own, init)
-
-    def whole(pending: Pending) -> Any:
-        return decide(subject, namespace="shop", cluster=cluster, profiles=profiles, workload=WORKLOAD,
-                      pending=pending)  # fmt: skip
-
-    first = whole(_pending(then))
-    resume = first[1].resume
-    assert resume is not None  # the policy respects the quota, which counts the Pod
-    event(f"{kind}: {'capped' if first[1].caps else 'not capped'}")
-    for room in [*now, then]:
-        short, long = resume.again(_pending(room)), whole(_pending(room))
-        assert short == long  # the settings, and every field of the decision but `resume`
-        assert short[1].ops == long[1].ops  # the patch, the explanation annotation with it
-        assert short[1].warnings == long[1].warnings
-        assert short[1].resume is resume
-    assert resume.again(_pending(then)) == first
-
-
-def test_a_decision_without_the_servers_ledger_or_outside_a_quota_keeps_no_checkpoint() -> None:
-    cluster, subject = _cluster("plain", {"requests.cpu": 4}, {}, False), _subject([{}], False)
-
-    def kept(namespace: str, pending: Pending | None) -> bool:
-        _, decision = decide(subject, namespace=namespace, cluster=cluster, profiles=_profiles([None]),
-                             workload=WORKLOAD, pending=pending)  # fmt: skip
-        return decision.resume is not None
-
-    assert kept("shop", {})
-    assert not kept("shop", None)  # no ledger (the preview): no replica to resume for
-    assert not kept("other", {})  # no quota: nothing reads the room
-
-
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     kind=st.sampled_from(sorted(POLICIES)),
@@ -141,14 +81,14 @@ def test_a_decision_without_the_servers_ledger_or_outside_a_quota_keeps_no_check
                     max_size=4),  # template, replicas, dry run
     history=st.lists(histories, min_size=3, max_size=3),
 )
-def test_a_burst_through_admit_gets_the_same_answers_resumed_as_decided_whole(
+def test_a_burst_through_admit_gets_the_same_answers_cached_as_decided_whole(
     kind: str, hard: dict[str, int], used: dict[str, int], bursts: list[tuple[str, int, bool]],
     history: list[tuple[int, int] | None],
 ) -> None:
     """Bursts of two templates (one stating its requests) fill the quota through the server's ledger,
-    some of them dry runs: with the verdict cache (reused or resumed) every answer is the uncached one,
-    and the engine decides each template once."""
-    cluster, profiles = _cluster(kind, hard, used, False), _profiles(history)
+    some of them dry runs: with the verdict cache (reused, or decided again as the quota fills) every
+    answer is the uncached one."""
+    cluster, profiles = _cluster(kind, hard, used), _profiles(history)
     templates = {"a": _subject([{}], False), "b": _subject([{"cpu": 500, "memory": 300}, {}], True)}
     calls = [0]
 
@@ -168,19 +108,19 @@ def test_a_burst_through_admit_gets_the_same_answers_resumed_as_decided_whole(
                                cache=cache, ledger=ledger)  # fmt: skip
                 answers[cached].append(orjson.loads(answer.body)["response"])
         if cached:
-            assert calls[0] == len({name for name, _, _ in bursts})
             assert cache is not None
-            event(f"resumed: {'some' if cache.resumed else 'none'}")
+            assert calls[0] == len({name for name, _, _ in bursts}) + cache.decided_again
+            event(f"decided again: {'some' if cache.decided_again else 'none'}")
     kinds = {orjson.dumps({k: v for k, v in answer.items() if k != "uid"}) for answer in answers[False]}
     event(f"{min(len(kinds), 4)}{'+' if len(kinds) >= 4 else ''} different answers")
     assert answers[True] == answers[False]
 
 
-def test_a_burst_that_fills_its_quota_is_resumed_and_answered_as_decided_whole() -> None:
+def test_a_burst_that_fills_its_quota_is_decided_again_and_answered_as_without_the_cache() -> None:
     """Replicas sized at 1 cpu from history against `requests.cpu: 4`: the fifth finds no room for its
-    cached values, so the burst reaches the resume path (the property above may not), and every answer
-    is still the uncached one."""
-    cluster = _cluster("plain", {"requests.cpu": 4}, {}, False)
+    cached values, so the burst decides it again (the property above may not), and every answer is
+    still the uncached one."""
+    cluster = _cluster("plain", {"requests.cpu": 4}, {})
     profiles, template = _profiles([(1000, 512), None, None]), _subject([{}], False)
     answers: dict[bool, list[Any]] = {}
     caches: dict[bool, VerdictCache | None] = {}
@@ -193,8 +133,8 @@ def test_a_burst_that_fills_its_quota_is_resumed_and_answered_as_decided_whole()
                            cache=cache, ledger=ledger)
             found.append(orjson.loads(answer.body)["response"])
         answers[cached] = found
-    resumed = caches[True]
-    assert resumed is not None
-    assert resumed.resumed >= 1
+    cache = caches[True]
+    assert cache is not None
+    assert cache.decided_again >= 1
     assert answers[True] == answers[False]
     assert len({orjson.dumps({k: v for k, v in a.items() if k != "uid"}) for a in answers[False]}) >= 2
