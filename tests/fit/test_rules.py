@@ -15,6 +15,7 @@ from tests.fit.kit import facts, node, quota, taint
 from webhook.core.nodefit import allows, parse_node, placement
 from webhook.core.nodefree import pod_requests
 from webhook.core.quantity import parse
+from webhook.core.quota import left_of, parse_quota, room
 
 BIG = policy("resources:\n  cpu: {request: '3'}\n  memory: {request: 1Gi}", name="big")
 LATEST = kubernetes_validate.latest_version()
@@ -273,3 +274,35 @@ class TestQuota:
         assert requested(result) == "3"
         assert not decision.caps
         assert decision.charges == {}  # nothing reads them back: the ledger keeps none
+
+
+class TestWhatAQuotaHasLeft:
+    """`left_of` is the one sum (`hard - used - pending`); `room` takes the least over the quotas, as
+    admission (with the ledger's pending charges) and the in-place resizer (without) read it."""
+
+    @pytest.mark.parametrize(
+        ("hard", "used", "charged", "expected"),
+        [
+            ({"requests.cpu": "4"}, {"requests.cpu": "1500m"}, None, {"requests.cpu": "2.5"}),
+            ({"cpu": "4"}, {"requests.cpu": "1500m"}, {"requests.cpu": "3"}, {"requests.cpu": "-0.5"}),
+            ({"cpu": "4", "memory": "1Gi"}, None, None, {"requests.cpu": "4", "requests.memory": str(2**30)}),
+            ({"limits.cpu": "4"}, {"limits.cpu": "1"}, {"requests.cpu": "3"}, {"limits.cpu": "3"}),
+        ],
+        ids=["used", "charged-past-hard", "no-status-yet", "a-charge-of-an-untracked-key"],
+    )
+    def test_a_quota_has_left_its_hard_less_used_less_pending(
+        self, hard: dict[str, str], used: dict[str, str] | None, charged: dict[str, str] | None,
+        expected: dict[str, str],
+    ) -> None:
+        parsed = parse_quota(quota(hard=hard, used=used))
+        pending = {key: Decimal(value) for key, value in charged.items()} if charged else None
+        assert left_of(parsed, pending) == {key: Decimal(value) for key, value in expected.items()}
+
+    def test_the_room_is_the_least_any_quota_has_left_the_first_on_a_tie(self) -> None:
+        quotas = [parse_quota(quota("a", hard={"cpu": "4", "memory": "2Gi"}, used={"cpu": "1"})),
+                  parse_quota(quota("b", hard={"cpu": "3", "limits.cpu": "8"}, used={})),
+                  parse_quota(quota("c", hard={"cpu": "5"}, used={"cpu": "1"}))]  # fmt: skip
+        expected = {"requests.cpu": (Decimal(3), "a"), "requests.memory": (Decimal(2 * 2**30), "a"),
+                    "limits.cpu": (Decimal(8), "b")}  # fmt: skip
+        assert room(quotas) == expected
+        assert room(quotas, {"c": {"requests.cpu": Decimal(2)}})["requests.cpu"] == (Decimal(2), "c")

@@ -33,7 +33,7 @@ from webhook.core.inplace import open_window
 from webhook.core.nodefree import free_allocatable
 from webhook.core.pacing import RateLimit, workload_room
 from webhook.core.quantity import QuantityError, parse
-from webhook.core.quotaroom import quota_room
+from webhook.core.quota import Quota, parse_quota, room
 from webhook.core.resizemark import RESIZED_ANNOTATION, Entry, Progress, read_history, resize_progress, stamp
 from webhook.core.rightsize import Around, Plan, namespace_stop, not_eligible, plan_resize
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
@@ -172,10 +172,14 @@ class RightsizeController:
             by_workload[_workload_of(pod)].append(pod)
         nodes = {str(node["metadata"]["name"]): node for node in self.nodes.objects()}
         self._free = {name: free_allocatable(node, by_node.get(name, ())) for name, node in nodes.items()}
-        quotas: dict[str, list[Obj]] = defaultdict(list)
+        # Quota admission counts a resize like a create (KEP-1287): a resize up is asked only within
+        # what every quota of the namespace has left, the scoped ones too (a resize never changes a
+        # Pod's scopes, so counting them can only hold a resize back).
+        quotas: dict[str, list[Quota]] = defaultdict(list)
         for quota in self.quotas.objects():
-            quotas[str(quota["metadata"].get("namespace"))].append(quota)
-        self._room = {namespace: quota_room(of) for namespace, of in quotas.items()}
+            quotas[str(quota["metadata"].get("namespace"))].append(parse_quota(quota))
+        self._room = {namespace: {key: left for key, (left, _) in room(of).items()}
+                      for namespace, of in quotas.items()}  # fmt: skip
         self._resizing = {
             key: sum(1 for pod in members if self._in_flight(pod)) for key, members in by_workload.items()
         }

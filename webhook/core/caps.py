@@ -20,19 +20,12 @@ from webhook.core.facts import LimitRangeItem
 from webhook.core.nodefree import pod_limits, pod_requests, spec_totals
 from webhook.core.patch import PatchBuilder
 from webhook.core.pod import ContainerRef, containers
-from webhook.core.quantity import QuantityError, parse, render
+from webhook.core.quantity import parse_or_none, render
 from webhook.core.resources import container_bounds
 
 __all__ = ["Cap", "CreatedTotals", "Lowered", "as_created", "lower", "totals", "unset"]
 
 _SECTIONS = ("requests", "limits")
-
-
-def _value(raw: object) -> Decimal | None:
-    try:
-        return parse(raw) if raw is not None else None
-    except QuantityError:
-        return None
 
 
 def _body_with(body: Mapping[str, Any], values: Mapping[str, str]) -> dict[str, Any]:
@@ -143,8 +136,8 @@ def lower(
     """Take `excess` off the values of `field` pod-tailor injected, in proportion, none below `floor`;
     `injections` is updated in place."""
     section, resource = field.split(".", 1)
-    ours = [(i, inj) for i, inj in enumerate(injections) if inj.field == field and _value(inj.value)]
-    total = sum((_value(inj.value) or Decimal(0) for _, inj in ours), Decimal(0))
+    ours = [(i, inj) for i, inj in enumerate(injections) if inj.field == field and parse_or_none(inj.value)]
+    total = sum((parse_or_none(inj.value) or Decimal(0) for _, inj in ours), Decimal(0))
     if excess <= 0 or total <= 0:
         return Lowered((), max(excess, Decimal(0)), saturated=total <= 0)
     refs = {ref.name: ref for ref in containers(pod)}
@@ -153,7 +146,7 @@ def lower(
     left = excess
     saturated = True
     for index, injection in ours:
-        before = _value(injection.value) or Decimal(0)
+        before = parse_or_none(injection.value) or Decimal(0)
         ref = refs.get(injection.target)
         if ref is None:
             continue
@@ -206,16 +199,16 @@ def _limit_kept(ref: ContainerRef, injections: Sequence[Injection], resource: st
     not equal the request)."""
     for injection in injections:
         if injection.target == ref.name and injection.field == f"limits.{resource}":
-            value = _value(injection.value)
+            value = parse_or_none(injection.value)
             return None if value == request else value
-    return _value(((ref.body.get("resources") or {}).get("limits") or {}).get(resource))
+    return parse_or_none(((ref.body.get("resources") or {}).get("limits") or {}).get(resource))
 
 
 def _request_of(ref: ContainerRef, injections: Sequence[Injection], resource: str) -> Decimal | None:
     for injection in injections:
         if injection.target == ref.name and injection.field == f"requests.{resource}":
-            return _value(injection.value)
-    return _value(((ref.body.get("resources") or {}).get("requests") or {}).get(resource))
+            return parse_or_none(injection.value)
+    return parse_or_none(((ref.body.get("resources") or {}).get("requests") or {}).get(resource))
 
 
 def _follow_limit(
@@ -224,7 +217,7 @@ def _follow_limit(
 ) -> None:
     for index, injection in enumerate(injections):
         if injection.target == ref.name and injection.field == f"limits.{resource}":
-            if _value(injection.value) == before:
+            if parse_or_none(injection.value) == before:
                 text = render(resource, after)
                 patch.set((*ref.path, "resources", "limits", resource), text)
                 injections[index] = injection._replace(value=text, source=f"{injection.source}; = request")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from decimal import ROUND_CEILING, Decimal
 from functools import lru_cache
 
-__all__ = ["QuantityError", "parse", "render", "render_bytes", "render_cpu"]
+__all__ = ["QuantityError", "parse", "parse_or_none", "render", "render_bytes", "render_cpu"]
 
 _BINARY = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
 _DECIMAL = (("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3))
@@ -36,6 +36,15 @@ def parse(value: object) -> Decimal:
     if isinstance(value, int) and value.bit_length() > 64:
         return _parse_uncached(value)
     return _parse(value)
+
+
+def parse_or_none(value: object) -> Decimal | None:
+    """`parse`, with None for a value that is absent (None) or no quantity: a Pod's own value that
+    cannot be read counts as unset."""
+    try:
+        return parse(value) if value is not None else None
+    except QuantityError:
+        return None
 
 
 def _shown(value: object) -> str:

@@ -34,6 +34,7 @@ __all__ = [
     "QuotaPolicy",
     "RoomReading",
     "applies",
+    "left_of",
     "parse_quota",
     "quota_policy",
     "room",
@@ -162,21 +163,28 @@ def applies(quota: Quota, pod: Mapping[str, Any]) -> bool:
     return all(_scope_holds(scope, op, values, pod) for scope, op, values in quota.selector)
 
 
+def left_of(quota: Quota, charged: Mapping[str, Decimal] | None = None) -> dict[str, Decimal]:
+    """Canonical key -> what `quota` has left of it: `hard - used - charged` (`charged`: what Pods
+    admitted since its status charge it). A quota whose status is not written yet counts nothing used."""
+    used = quota.used
+    found = {key: hard - used[key] if key in used else hard for key, hard in quota.hard.items()}
+    if charged:
+        for key, amount in charged.items():
+            if key in found:
+                found[key] -= amount
+    return found
+
+
 def room(
     quotas: Iterable[Quota], pending: Mapping[str, Mapping[str, Decimal]] | None = None
 ) -> dict[str, tuple[Decimal, str]]:
-    """Canonical key -> (the smallest `hard - used - pending` over `quotas`, that quota's name); a
-    key no quota tracks is absent. A quota whose status is not written yet counts nothing used."""
+    """Canonical key -> (the least any of `quotas` has left of it (`left_of`, with its `pending`
+    charges), that quota's name; the first of them on a tie); a key no quota tracks is absent."""
     found: dict[str, tuple[Decimal, str]] = {}
     for quota in quotas:
-        charged = pending.get(quota.name) if pending else None
-        used = quota.used
-        for key, hard in quota.hard.items():
-            left = hard - used[key] if key in used else hard
-            if charged and key in charged:
-                left -= charged[key]
-            if key not in found or left < found[key][0]:
-                found[key] = (left, quota.name)
+        for key, amount in left_of(quota, pending.get(quota.name) if pending else None).items():
+            if key not in found or amount < found[key][0]:
+                found[key] = (amount, quota.name)
     return found
 
 

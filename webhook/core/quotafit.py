@@ -22,7 +22,7 @@ from webhook.core.decision import Basis, Cap, Injection
 from webhook.core.facts import ClusterFacts
 from webhook.core.patch import PatchBuilder
 from webhook.core.pod import ContainerRef
-from webhook.core.quantity import QuantityError, parse, render
+from webhook.core.quantity import parse_or_none, render
 from webhook.core.quota import Band, Quota, RoomReading, applies, room
 
 if TYPE_CHECKING:
@@ -42,13 +42,6 @@ class QuotaOutcome:
     reading: RoomReading | None = None  # how the outcome depends on the room (None: it does not)
 
 
-def _value(raw: object) -> Decimal | None:
-    try:
-        return parse(raw) if raw is not None else None
-    except QuantityError:
-        return None
-
-
 def _supply(
     values: Mapping[str, Mapping[str, Any]], key: str, *, policy: Policy, quota: str
 ) -> tuple[str, str] | None:
@@ -57,8 +50,8 @@ def _supply(
     section, resource = key.split(".", 1)
     if resource not in policy.resources or resource in values[section]:
         return None
-    request = _value(values["requests"].get(resource))
-    limit = _value(values["limits"].get(resource))
+    request = parse_or_none(values["requests"].get(resource))
+    limit = parse_or_none(values["limits"].get(resource))
     if section == "requests":
         amount = policy.resources[resource].request
         amount = amount if limit is None else min(amount, limit)
