@@ -416,9 +416,9 @@ def main() -> int:
             runs.append(measured("KRR simple", data, command, dict(os.environ)))
     if args.only != "krr":
         compiled(sys.executable, Path(__file__).resolve().parents[1] / "webhook")
-        command = [sys.executable, "-m", "webhook", "profiles", "build", "--prometheus", "{url}", "--window",
-                   f"{args.window_days}d", "--end", str(end), "--no-checkpoint", "--allow-shrink",
-                   "--store", str(store), *shlex.split(args.pod_tailor_args)]
+        command = [sys.executable, "-m", "webhook", "profiles", "build", "--prometheus-url", "{url}",
+                   "--window", f"{args.window_days}d", "--end", str(end), "--no-checkpoint", "--allow-shrink",
+                   "--profiles-path", str(store), *shlex.split(args.pod_tailor_args)]
         env = dict(os.environ, POD_TAILOR_PROFILES=str(store))
         store.unlink(missing_ok=True)
         runs.append(measured("pod-tailor build", data, command, env))

@@ -383,7 +383,7 @@ def main() -> int:
             assert server.process is not None
             store = root / "profiles.json"
             env = dict(os.environ, POD_TAILOR_PROFILES=str(store))
-            command = [sys.executable, "-m", "webhook", "profiles", "build", "--prometheus", server.url,
+            command = [sys.executable, "-m", "webhook", "profiles", "build", "--prometheus-url", server.url,
                        "--window", f"{args.days}d", "--step", f"{step}s", "--rate-window", f"{2 * step}s",
                        "--startup-window", str(max(300, 4 * step)), "--end", (root / "end").read_text()]
             if args.recorded:

@@ -76,7 +76,7 @@ def pod_tailor(data: Path, *, window: str, step: int, end: str, extra: Sequence[
     server = _fresh(data)
     try:
         before = _hwm(server)
-        command = [sys.executable, "-m", "webhook", "profiles", "build", "--prometheus", server.url,
+        command = [sys.executable, "-m", "webhook", "profiles", "build", "--prometheus-url", server.url,
                    "--window", window, "--step", f"{step}s", "--rate-window", f"{2 * step}s",
                    "--end", end, "--no-checkpoint", "--summary-days", "0", "--allow-shrink", *extra]
         with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryFile("w+") as log:

@@ -70,7 +70,7 @@ def main() -> None:
             "webhook",
             "profiles",
             "build",
-            "--prometheus",
+            "--prometheus-url",
             server.url,
             "--window",
             f"{args.days}d",

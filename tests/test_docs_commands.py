@@ -58,7 +58,7 @@ EXERCISED: dict[tuple[str, str], str] = {
     ("install.md", r"pod-tailor certs"): INSTALL,
     ("install.md", r"kubectl -n pod-tailor port-forward deploy/pod-tailor 8443 &"): README_SERVING,
     ("install.md", r"curl -sk https://localhost:8443/readyz"): README_SERVING,
-    ("leader-election.md", r"pod-tailor recommend --kubernetes --leader-elect .*"): (
+    ("leader-election.md", r"pod-tailor recommend --profiles-store kubernetes --leader-elect .*"): (
         "tests/test_docs_commands.py::test_a_synopsis_names_only_options_the_verb_has"
     ),
     ("preview.md", r"pod-tailor preview -f web\.yaml .*"): GENERATED,
@@ -70,11 +70,11 @@ EXERCISED: dict[tuple[str, str], str] = {
     + "TestAgainstACluster",
     ("preview.md", r"kubectl pod-tailor preview -f deploy\.yaml"): PLUGIN
     + "test_without_cluster_access_it_says_so_and_runs_the_offline_preview",
-    ("profiles.md", r"pod-tailor profiles build --prometheus http://prometheus:9090 --namespace shop .*"): (
+    ("profiles.md", r"pod-tailor profiles build --prometheus-url \S+ --namespace shop .*"): (
         "tests/profiles/test_cli.py"
     ),
     ("profiles.md", r"pod-tailor profiles show shop(/jvm -o json)?"): "tests/profiles/test_cli.py",
-    ("profiles.md", r"pod-tailor profiles build --prometheus \S+ --namespace partial -q"): (
+    ("profiles.md", r"pod-tailor profiles build --prometheus-url \S+ --namespace partial -q"): (
         "tests/profiles/test_cli.py"
     ),
     ("prometheus-connection.md", r"kubectl -n pod-tailor create secret generic pod-tailor-prometheus .*"): (

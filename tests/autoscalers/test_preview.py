@@ -57,7 +57,7 @@ def test_the_diff_shows_the_hpa_reason_and_the_headroom_warning(
     tmp_path: Path, profiles: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = manifest(tmp_path, hpa(metrics=[utilization("cpu", 70)], max_replicas=10))
-    out, err = preview(capsys, "-f", str(path), "--diff", "--profiles", str(profiles))
+    out, err = preview(capsys, "-f", str(path), "--diff", "--profiles-path", str(profiles))
     assert 'requests.cpu=100m (from policy "default"; hpa web scales on cpu utilization 70 %)' in out
     assert "requests.memory=400Mi (profile: peak +15%" in out  # memory still from history
     assert (
@@ -79,7 +79,7 @@ def test_dry_run_warnings_carry_the_hpa_and_vpa_reasons(
         "-f",
         str(path),
         "--patch",
-        "--profiles",
+        "--profiles-path",
         str(profiles),
         "--namespace-label",
         "pod-tailor.io/mode=dry-run",
@@ -95,6 +95,6 @@ def test_an_hpa_for_another_workload_or_namespace_changes_nothing(
     tmp_path: Path, profiles: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = manifest(tmp_path, hpa("api", target=("apps/v1", "Deployment", "api")), hpa(namespace="elsewhere"))
-    out, _ = preview(capsys, "-f", str(path), "--diff", "--profiles", str(profiles))
+    out, _ = preview(capsys, "-f", str(path), "--diff", "--profiles-path", str(profiles))
     assert "hpa" not in out
     assert "requests.cpu=300m (profile: p95 usage" in out

@@ -2,8 +2,8 @@
 line naming what, where and the fix, with the exit code a script can act on; nothing falls back
 silently; every verb spells the same thing the same way.
 
-Exit codes: 0 done; 1 done in part (a document left out), or the world failed (Prometheus, a cluster);
-2 bad options, variables or input (nothing was done).
+Exit codes (webhook/commands/failures.py): 0 done; 1 done with findings (a document left out); 2 bad
+options, variables or input (nothing was done); 3 a dependency could not be reached (a cluster).
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ BAD_VALUES = [
     (["profiles", "build", "--window", "fortnight"], "--window: not a duration: 'fortnight'"),
     (["report", "--step", "0m"], "--step: not a duration: '0m'"),
     (["profiles", "build", "--slices", "-1"], "--slices: -1: use a whole number, 0 or more"),
-    (["certs", "--days", "0"], "--days: 0: use a whole number, 1 or more"),
+    (["certs", "--days", "0"], "--days: 0: use a whole number from 1 to 3650"),
     (["profiles", "build", "--percentile", "120"], "--percentile: 120: use a number above 0 to 100"),
     (["report", "--max-shrink", "2"], "--max-shrink: 2: use a number from 0 to 1"),
 ]
@@ -191,7 +191,7 @@ class TestInputThatIsNotText:
         (tmp_path / "m" / "deploy.yaml").write_text(DEPLOYMENT)
         (tmp_path / "m" / "logo.yaml").write_bytes(b"\xff\xfe\x00k\x00i")
         code, out, err = run(capsys, "report", "-f", str(tmp_path / "m"), "-o", "json")
-        assert code == 0
+        assert code == 1  # done, with a file left out
         assert [w["name"] for w in json.loads(out)["workloads"]] == ["web"]
         assert f"{tmp_path / 'm' / 'logo.yaml'}: not UTF-8 text (byte 0xff at offset 0" in err
 
@@ -338,19 +338,26 @@ class TestOneNamePerConcept:
         for verb in VERBS:
             for option, title in _visible_options(verb).items():
                 seen.setdefault(option, set()).add(title)
-        # --namespace: where workloads are looked for (input), or what a build reads (profile build).
         spread = {option: titles for option, titles in seen.items() if len(titles) > 1}
-        assert spread == {"--namespace": {"input", "profile build"}}
+        assert spread == {}
 
-    def test_an_old_name_still_works_for_a_release_and_says_the_new_one(
-        self, capsys: pytest.CaptureFixture[str], deploy: Path, empty_store: Path
-    ) -> None:
-        code, _, err = run(capsys, "preview", "-f", str(deploy), "--profiles", str(empty_store))
-        assert code == 0
-        assert (
-            "pod-tailor preview: --profiles is now --profiles-path (the old name goes in the next release)\n"
-            in err
-        )
+    @pytest.mark.parametrize(
+        "argv",
+        [
+            ["preview", "-f", "x.yaml", "--profiles", "p.json"],
+            ["profiles", "build", "--store", "p.json"],
+            ["recommend", "--kubernetes"],
+            ["report", "--store-namespace", "ns"],
+            ["profiles", "build", "--prometheus", "http://p:9090"],
+            ["dashboard", "--timeout", "30"],
+            ["certs", "--namespace", "ns"],
+        ],
+        ids=" ".join,
+    )
+    def test_an_old_name_is_unknown(self, capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+        code, _, err = run(capsys, *argv)
+        assert code == 2
+        assert "unrecognized arguments" in err
 
 
 class TestWithoutACluster:
@@ -358,7 +365,7 @@ class TestWithoutACluster:
         self, capsys: pytest.CaptureFixture[str]
     ) -> None:
         code, out, err = run(capsys, "dashboard", "--port", "1")
-        assert (code, out) == (2, "")
+        assert (code, out) == (3, "")
         assert err.startswith("pod-tailor dashboard: no cluster to read (")
         assert err.endswith("): pass --kubeconfig FILE, or -f DIR to show manifests\n")
 

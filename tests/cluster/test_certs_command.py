@@ -22,7 +22,8 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("certs")
     assert (
         main(
-            ["certs", "--out", str(out), "--namespace", "tailor-system", "--service", "hook", "--days", "30"]
+            ["certs", "--out", str(out), "--pod-tailor-namespace", "tailor-system", "--service", "hook",
+             "--days", "30"]
         )
         == 0
     )

@@ -3,9 +3,12 @@
 An overlay is a ```yaml block of README.md or docs/*.md whose first line names its file
 (`# my-pod-tailor/kustomization.yaml`); it is written beside a copy of the checkout (`../pod-tailor/`),
 rendered with `kubectl kustomize`, validated strictly, and each Deployment's containers are started
-offline with `pod-tailor --check-config` and the command line and environment the kubelet would give
-them (ConfigMap values from the rendered ConfigMaps, $(VAR) expanded in the arguments), through the
-command's own entry point (`webhook.commands.main`) in this process, which costs no interpreter start.
+offline with `pod-tailor --check-config` and the command line, environment and files the kubelet would
+give them (ConfigMap values from the rendered ConfigMaps, $(VAR) expanded in the arguments, a serving
+certificate where a Secret volume is mounted, the in-cluster API as a kubeconfig that names it), through
+the command's own entry point (`webhook.commands.main`) in this process, which costs no interpreter start.
+`--check-config` reads every file a start reads and finds the API server's configuration, so a container
+whose files or cluster access would be missing fails here as its start would.
 """
 
 from __future__ import annotations
@@ -22,9 +25,11 @@ from typing import Any
 
 import pytest
 import yaml
+from kubefake import write_kubeconfig
 
 from tests.cluster.test_manifests import KUBECTL, VERSIONS, build, validate
 from webhook.commands import main
+from webhook.server.certs import write_dev_certs
 from webhook.server.selfsigned import write_certificates
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,10 +109,34 @@ class Started:
     err: str
 
 
-def check_config(container: dict[str, Any], objects: list[dict[str, Any]]) -> Started:
-    """`pod-tailor --check-config ARGS` with the container's environment: starts it, contacts nothing."""
-    env = environment(container, objects)
-    args = [re.sub(r"\$\((\w+)\)", lambda m: env.get(m[1], m[0]), arg) for arg in container.get("args", ())]
+def mounted(container: dict[str, Any], root: Path) -> dict[str, str]:
+    """mountPath -> a directory under `root` standing for what the kubelet mounts there: each holds a
+    serving certificate's files (tls.crt, tls.key, ca.crt), what the TLS Secret's volume holds; no start
+    reads the other volumes' files."""
+    found = {}
+    for index, mount in enumerate(container.get("volumeMounts", ())):
+        directory = root / f"volume-{index}"
+        write_dev_certs(directory)
+        found[mount["mountPath"]] = str(directory)
+    return found
+
+
+def check_config(container: dict[str, Any], objects: list[dict[str, Any]], root: Path) -> Started:
+    """`pod-tailor --check-config ARGS` with the container's environment and files: starts it, contacts
+    nothing."""
+    paths = mounted(container, root)
+
+    def placed(text: str) -> str:
+        for mount, directory in paths.items():
+            if text == mount or text.startswith(mount.rstrip("/") + "/"):
+                return directory + text[len(mount.rstrip("/")):]
+        return text
+
+    env = {name: placed(value) for name, value in environment(container, objects).items()}
+    env["KUBECONFIG"] = str(write_kubeconfig(root / "in-cluster-kubeconfig", server="https://10.96.0.1:443"))
+    variable = re.compile(r"\$\((\w+)\)")
+    expanded = [variable.sub(lambda m: env.get(m[1], m[0]), arg) for arg in container.get("args", ())]
+    args = [placed(arg) for arg in expanded]
     out, err = io.StringIO(), io.StringIO()
     with pytest.MonkeyPatch.context() as patch:
         for name in [n for n in os.environ if n.startswith("POD_TAILOR_")]:
@@ -149,11 +178,11 @@ class TestEachDocumentedOverlay:
         assert {c["image"] for c in containers(objects)} == wanted
 
     def test_every_container_starts_with_its_command_line_and_environment(
-        self, checkout: Checkout, overlay: Overlay
+        self, checkout: Checkout, overlay: Overlay, tmp_path: Path
     ) -> None:
         objects = checkout.render(overlay.directory, overlay.text)
-        for container in containers(objects):
-            result = check_config(container, objects)
+        for index, container in enumerate(containers(objects)):
+            result = check_config(container, objects, tmp_path / str(index))
             assert result.code == 0, (container["name"], result.err)
             assert result.out.endswith("configuration OK\n"), result.out
             assert result.err == "", result.err  # not even a renamed option's note
@@ -177,7 +206,7 @@ class TestEachDocumentedOverlay:
 
 
 def test_the_overlay_that_set_the_url_on_the_recommender_alone_is_refused_in_one_line(
-    checkout: Checkout,
+    checkout: Checkout, tmp_path: Path
 ) -> None:
     """What docs/prometheus-connection.md used to show: the dashboard kept the plain-http URL beside the CA
     file and crash-looped with a traceback. Now the mistake is one line naming the fix, at start."""
@@ -199,8 +228,8 @@ patches:
 """
     objects = checkout.render("recommender-only", text)
     by_name = {c["name"]: c for c in containers(objects)}
-    assert check_config(by_name["recommender"], objects).code == 0
-    refused = check_config(by_name["dashboard"], objects)
+    assert check_config(by_name["recommender"], objects, tmp_path / "recommender").code == 0
+    refused = check_config(by_name["dashboard"], objects, tmp_path / "dashboard")
     assert refused.code == 2
     assert refused.err.count("\n") == 1, refused.err
     assert "pod-tailor dashboard: " in refused.err

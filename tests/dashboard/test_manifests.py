@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections import defaultdict
 
 from tests.cluster.test_manifests import base_objects, find
-from webhook.commands import build_parser
+from webhook.commands import parse
 from webhook.report.live import KINDS
 
 
 def test_it_runs_beside_the_recommender_bound_to_localhost() -> None:
     pod = find(base_objects(), "Deployment", "pod-tailor-recommender")["spec"]["template"]["spec"]
     (dashboard,) = [c for c in pod["containers"] if c["name"] == "dashboard"]
-    args = build_parser().parse_args(dashboard["args"])
+    args = parse(dashboard["args"])
     assert (args.command, args.host, args.port) == ("dashboard", "127.0.0.1", 8080)
     assert args.profiles_store == "kubernetes"
     assert dashboard["securityContext"]["readOnlyRootFilesystem"] is True

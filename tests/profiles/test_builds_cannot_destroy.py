@@ -126,7 +126,7 @@ def recommended(store: Path | dict[str, Any]) -> dict[tuple[str, str], tuple[str
 
 class TestTheCommand:
     def build(self, history: History, store: Path, *extra: str, rate: str = "10m") -> int:
-        where = ["--prometheus", history.prometheus.url, "--store", str(store), "--no-checkpoint"]
+        where = ["--prometheus-url", history.prometheus.url, "--profiles-path", str(store), "--no-checkpoint"]
         return main([*BUILD, "--rate-window", rate, *where, *extra])
 
     def test_a_build_that_lost_most_history_keeps_the_store_unless_allowed(

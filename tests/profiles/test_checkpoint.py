@@ -392,7 +392,8 @@ class TestTheCommand:
     ) -> None:
         from webhook.commands import main
 
-        args = [*self.ARGS, "--prometheus", history.prometheus.url, "--store", str(tmp_path / "p.json")]
+        args = [*self.ARGS, "--prometheus-url", history.prometheus.url,
+                "--profiles-path", str(tmp_path / "p.json")]
         assert main(args) == 0
         first = capsys.readouterr().out
         path = private_cache / "pod-tailor" / "build-checkpoint.shop.json"  # --namespace shop: its own file
@@ -407,7 +408,8 @@ class TestTheCommand:
     ) -> None:
         from webhook.commands import main
 
-        args = [*self.ARGS, "--prometheus", history.prometheus.url, "--store", str(tmp_path / "p.json")]
+        args = [*self.ARGS, "--prometheus-url", history.prometheus.url,
+                "--profiles-path", str(tmp_path / "p.json")]
         assert main([*args, "--no-checkpoint"]) == 0
         assert not (private_cache / "pod-tailor").exists()
 
@@ -415,8 +417,8 @@ class TestTheCommand:
         from webhook.commands import main
 
         where = tmp_path / "c.json"
-        args = ["profiles", "build", "--prometheus", history.prometheus.url, "--namespace", "partial",
-                "--step", "5m", "--rate-window", "10m", "--store", str(tmp_path / "p.json"), "-q",
+        args = ["profiles", "build", "--prometheus-url", history.prometheus.url, "--namespace", "partial",
+                "--step", "5m", "--rate-window", "10m", "--profiles-path", str(tmp_path / "p.json"), "-q",
                 "--allow-partial", "--checkpoint", str(where)]
         assert main(args) == 0
         assert not where.exists()

@@ -20,7 +20,7 @@ BUILD = [*BUILD_COMMAND, "--rate-window", "10m"]
 def built_store(history: History, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A `profiles build` with no --store: it writes the default location, as `show` reads it."""
     monkeypatch.setenv("POD_TAILOR_PROFILES", str(tmp_path / "shared.json"))
-    assert main([*BUILD, "--prometheus", history.prometheus.url, "-q"]) == 0
+    assert main([*BUILD, "--prometheus-url", history.prometheus.url, "-q"]) == 0
     return tmp_path / "shared.json"
 
 
@@ -28,7 +28,7 @@ def test_build_reports_progress_and_what_it_wrote(
     history: History, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("POD_TAILOR_PROFILES", str(tmp_path / "shared.json"))
-    assert main([*BUILD, "--prometheus", history.prometheus.url]) == 0
+    assert main([*BUILD, "--prometheus-url", history.prometheus.url]) == 0
     out, err = capsys.readouterr()
     assert "reading 14d of history" in err
     assert "series values from" in err
@@ -75,7 +75,7 @@ def test_build_without_a_prometheus_url_says_how_to_give_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.delenv("POD_TAILOR_PROMETHEUS_URL", raising=False)
-    assert main(["profiles", "build", "--store", str(tmp_path / "p.json")]) == 1
+    assert main(["profiles", "build", "--profiles-path", str(tmp_path / "p.json")]) == 2
     assert "pass --prometheus-url URL or set POD_TAILOR_PROMETHEUS_URL" in capsys.readouterr().err
 
 

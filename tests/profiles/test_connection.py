@@ -152,7 +152,7 @@ class TestSecrecy:
 
 class TestOptionsAndVariables:
     INTERFACE = (
-        "--prometheus-url", "--prometheus", "--prometheus-bearer-token-file", "--prometheus-username",
+        "--prometheus-url", "--prometheus-bearer-token-file", "--prometheus-username",
         "--prometheus-password-file", "--prometheus-header", "--prometheus-ca-file", "--prometheus-cert-file",
         "--prometheus-key-file", "--prometheus-insecure-skip-verify", "--prometheus-selector",
         "--prometheus-timeout",
@@ -165,7 +165,7 @@ class TestOptionsAndVariables:
         with pytest.raises(SystemExit):
             main([*command, "--help"])
         text = capsys.readouterr().out
-        for option in (*self.INTERFACE[2:], "--prometheus-url"):
+        for option in self.INTERFACE:
             assert option in text, option
         assert not re.search(r"--prometheus-password\b(?!-file)", text)
 

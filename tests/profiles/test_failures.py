@@ -90,9 +90,9 @@ class TestLastSnapshotKept:
         store = tmp_path / "p.json"
         _seed(store)
         before = store.read_bytes()
-        code = main(["profiles", "build", "--prometheus", f"http://127.0.0.1:{free_port()}",
-                     "--store", str(store), "-q"])
-        assert code == 1
+        code = main(["profiles", "build", "--prometheus-url", f"http://127.0.0.1:{free_port()}",
+                     "--profiles-path", str(store), "-q"])
+        assert code == 3  # Prometheus could not be reached
         assert store.read_bytes() == before
 
     def test_partial_data_is_not_written_unless_allowed(
@@ -101,8 +101,8 @@ class TestLastSnapshotKept:
         store = tmp_path / "p.json"
         _seed(store)
         before = store.read_bytes()
-        args = ["profiles", "build", "--prometheus", history.prometheus.url, "--namespace", "partial",
-                "--step", "5m", "--rate-window", "10m", "--store", str(store), "-q"]
+        args = ["profiles", "build", "--prometheus-url", history.prometheus.url, "--namespace", "partial",
+                "--step", "5m", "--rate-window", "10m", "--profiles-path", str(store), "-q"]
         assert main(args) == 1
         assert "partial data" in capsys.readouterr().err
         assert store.read_bytes() == before

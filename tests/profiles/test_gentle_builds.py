@@ -347,8 +347,8 @@ class TestFailingBackends:
         written = store.read_bytes()
         with FaultProxy(three[0].url, lambda _: None, delay=0.3) as proxy:
             child = subprocess.Popen(
-                [sys.executable, "-m", "webhook", "profiles", "build", "--prometheus", proxy.url,
-                 "--store", str(store), "--checkpoint", str(checkpoint), "--step", "5m",
+                [sys.executable, "-m", "webhook", "profiles", "build", "--prometheus-url", proxy.url,
+                 "--profiles-path", str(store), "--checkpoint", str(checkpoint), "--step", "5m",
                  "--rate-window", "10m", "--end", str(scenarios.END), "--prometheus-max-samples", "20000"],
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ, PYTHONUNBUFFERED="1"),
             )
@@ -387,8 +387,8 @@ class TestProgress:
     def test_on_a_terminal_the_build_draws_the_bar_and_in_a_pipe_prints_lines_only(
         self, three: tuple[PromServer, int], tmp_path: Path
     ) -> None:
-        command = [sys.executable, "-m", "webhook", "profiles", "build", "--prometheus", three[0].url,
-                   "--store", str(tmp_path / "p.json"), "--no-checkpoint", "--step", "5m",
+        command = [sys.executable, "-m", "webhook", "profiles", "build", "--prometheus-url", three[0].url,
+                   "--profiles-path", str(tmp_path / "p.json"), "--no-checkpoint", "--step", "5m",
                    "--rate-window", "10m", "--end", str(scenarios.END), "--prometheus-max-samples", "50000"]
         piped = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
         assert "\r" not in piped.stderr

@@ -97,7 +97,7 @@ class TestTlsAndBasicAuth:
         del options[at : at + 2]
         store = tmp_path / "p.json"
         code = main(
-            ["profiles", "build", *options, "--prometheus-selector", EU, *SHOP, "--store", str(store)]
+            ["profiles", "build", *options, "--prometheus-selector", EU, *SHOP, "--profiles-path", str(store)]
         )
         out, err = capsys.readouterr()
         assert code == 0, err
@@ -109,7 +109,7 @@ class TestTlsAndBasicAuth:
         self, secured: Secured, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
         code = main(
-            ["profiles", "build", *secured.good_options(), *SHOP, "--store", str(tmp_path / "p.json")]
+            ["profiles", "build", *secured.good_options(), *SHOP, "--profiles-path", str(tmp_path / "p.json")]
         )
         err = capsys.readouterr().err
         assert code == 0, err
@@ -129,7 +129,7 @@ class TestTlsAndBasicAuth:
                 "--prometheus-selector",
                 EU,
                 *SHOP,
-                "--store",
+                "--profiles-path",
                 str(tmp_path / "p.json"),
             ]
         )
@@ -253,9 +253,11 @@ class TestEachWrongSettingFailsFastNamingTheProblem:
         change, expected = WRONG[case]
         options = change(secured.good_options(), tmp_path, secured.url)
         store = tmp_path / "p.json"
-        code = main(["profiles", "build", *options, *SHOP, "--store", str(store)])
+        code = main(["profiles", "build", *options, *SHOP, "--profiles-path", str(store)])
         out, err = capsys.readouterr()
-        assert code == (2 if case in CONTRADICTIONS else 1)  # settings that cannot go together: nothing sent
+        # Settings that cannot go together: nothing sent (2); no connection made (3); Prometheus' answer (1).
+        unreachable = "cannot reach Prometheus" in err
+        assert code == (2 if case in CONTRADICTIONS else 3 if unreachable else 1)
         assert expected.format(tmp=tmp_path, port=secured.server.port) in err, err
         assert err.splitlines()[-1].startswith("pod-tailor profiles build: ")
         assert secured.password not in out + err
@@ -347,11 +349,13 @@ def _value(text: str, series: str) -> float | None:
 
 
 class TestRecommenderMetricsAndSecrets:
-    def _run(self, options: list[str], *, store: Path, interval: int, until: Callable[[str], bool]) -> str:
+    def _run(
+        self, options: list[str], *, store: Path, interval: int, until: Callable[[str], bool], code: int = 0
+    ) -> str:
         """`recommend` (two builds `interval` s apart) in a thread, its metrics on a free port; the metrics
-        page once `until` holds (the command runs on meanwhile)."""
+        page once `until` holds (the command runs on meanwhile); it exits with the last build's `code`."""
         port = free_port()
-        args = [*options, *RECOMMEND, "--store", str(store), "--metrics-port", str(port),
+        args = [*options, *RECOMMEND, "--profiles-path", str(store), "--metrics-port", str(port),
                 "--metrics-host", "127.0.0.1", "--max-builds", "2", "--interval", str(interval)]
         done: list[int] = []
         thread = threading.Thread(target=lambda: done.append(main(["recommend", *args])), daemon=True)
@@ -361,7 +365,7 @@ class TestRecommenderMetricsAndSecrets:
         while time.monotonic() < deadline and not until(page := _scrape(port)):
             time.sleep(0.05)
         thread.join(timeout=120)
-        assert done == [0]
+        assert done == [code]
         return page
 
     def test_a_successful_build_is_counted_with_what_it_wrote(self, secured: Secured, tmp_path: Path) -> None:
@@ -397,6 +401,7 @@ class TestRecommenderMetricsAndSecrets:
             store=tmp_path / "p.json",
             interval=2,
             until=lambda text: _value(text, 'pod_tailor_recommender_builds_total{result="failure"}') == 1,
+            code=1,  # the last build was refused
         )
         out, err = capsys.readouterr()
         logged = caplog.text

@@ -78,9 +78,10 @@ def test_of_two_replicas_with_leader_election_one_builds_and_a_fail_over_adds_no
 ) -> None:
     kubeconfig = str(kube.write_kubeconfig(tmp_path / "kubeconfig"))
     command = [
-        sys.executable, "-m", "webhook", "recommend", "--prometheus", history.prometheus.url,
+        sys.executable, "-m", "webhook", "recommend", "--prometheus-url", history.prometheus.url,
         "--namespace", "shop", "--step", "5m", "--rate-window", "10m", "--interval", "3600",
-        "--kubernetes", "--kubeconfig", kubeconfig, "--leader-elect", "--no-checkpoint", "-q",
+        "--profiles-store", "kubernetes", "--kubeconfig", kubeconfig, "--leader-elect", "--no-checkpoint",
+        "-q",
     ]
     replicas = [
         subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

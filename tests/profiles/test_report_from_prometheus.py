@@ -89,7 +89,7 @@ def test_a_prometheus_that_cannot_be_reached_leaves_the_policy_and_says_so(
             "shop",
             "--prometheus-url",
             "http://127.0.0.1:9",
-            "--timeout",
+            "--prometheus-timeout",
             "5",
             *BUILD,
             "-o",

@@ -174,10 +174,10 @@ class TestValuesOutsideThePolicysBounds:
 
 
 class TestExitCodes:
-    def test_exit_code_3_when_something_would_change(
+    def test_exit_code_1_when_something_would_change(
         self, capsys: pytest.CaptureFixture[str], manifests: Path
     ) -> None:
-        assert run(capsys, "-f", str(manifests), "--exit-code")[0] == 3
+        assert run(capsys, "-f", str(manifests), "--exit-code")[0] == 1
         assert run(capsys, "-f", str(manifests))[0] == 0
 
     def test_exit_code_0_when_nothing_would_change(
@@ -218,7 +218,7 @@ class TestExitCodes:
         broken = tmp_path / "broken.yaml"
         broken.write_text("kind: [")
         code, out, err = run(capsys, "-f", str(manifests), "-f", str(broken), "-o", "json")
-        assert code == 0
+        assert code == 1  # done, with a document left out
         assert len(json.loads(out)["workloads"]) == 2
         assert f"{broken}:1:8: expected the node content" in err
 

@@ -188,7 +188,7 @@ class TestARefusingCluster:
     ) -> None:
         kube.fail_next("/apis/apps/v1/deployments", 403)
         code, document, err = report(capsys, cluster)
-        assert code == 0
+        assert code == 1  # done, with a kind left out
         assert "cannot list deployments.apps at the cluster scope (403 Forbidden" in err
         assert "shop/StatefulSet/db" in keys(document)
         assert "shop/Deployment/web" not in keys(document)
@@ -209,22 +209,24 @@ class TestARefusingCluster:
     ) -> None:
         kube.fail_next("/api/v1/namespaces", 403)
         code, document, err = report(capsys, cluster, "-n", "idle")
-        assert (code, keys(document)) == (0, ["idle/Deployment/batchy"])
+        assert (code, keys(document)) == (1, ["idle/Deployment/batchy"])  # done, the labels not read
         assert "evaluated as enforce" in err
 
-    def test_no_cluster_is_exit_1(self, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    def test_a_kubeconfig_named_that_is_missing_is_exit_2(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    ) -> None:
         code, document, err = report(capsys, tmp_path / "missing-kubeconfig")
-        assert (code, document) == (1, None)
-        assert "no cluster to read" in err
+        assert (code, document) == (2, None)
+        assert err == f"pod-tailor report: --kubeconfig {tmp_path / 'missing-kubeconfig'}: no such file\n"
 
-    def test_an_unreachable_api_server_is_exit_1(
+    def test_an_unreachable_api_server_is_exit_3(
         self, capsys: pytest.CaptureFixture[str], tmp_path: Path
     ) -> None:
         from kubefake import write_kubeconfig
 
         config = write_kubeconfig(tmp_path / "kubeconfig", server="http://127.0.0.1:9")
         code, _, err = report(capsys, config)
-        assert code == 1
+        assert code == 3
         assert "cannot reach the API server at http://127.0.0.1:9" in err
 
 

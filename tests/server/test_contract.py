@@ -95,7 +95,7 @@ class TestSettings:
             ([], {"POD_TAILOR_PORT": "70000"}, "POD_TAILOR_PORT: 70000 is not a port: use 1 to 65535"),
             ([], {"POD_TAILOR_DEFAULT_MODE": "enforcing"}, "POD_TAILOR_DEFAULT_MODE"),
             (["--cert-file", "tls.crt"], {}, "together"),
-            (["--log-level", "loud"], {}, "log_level"),
+            ([], {"POD_TAILOR_LOG_LEVEL": "loud"}, "POD_TAILOR_LOG_LEVEL: 'loud': use debug, info, warning"),
             ([], {"POD_TAILOR_CERT_RELOAD_SECONDS": "0"}, "0 seconds: use a number of seconds above 0"),
         ],
     )

@@ -140,7 +140,10 @@ class TestServeCommand:
         )
         _, stderr = process.communicate(timeout=30)
         assert process.returncode == 2
-        assert b"invalid policy" in stderr
+        said = stderr.decode()  # one line, before any log line
+        assert said.startswith(f"pod-tailor serve: {policy}: ")
+        assert "must be a mapping" in said
+        assert said.count("\n") == 1
 
     def test_serve_without_certificates_says_how_to_get_them(self, tmp_path: Path) -> None:
         process = _serve(tmp_path, "--port", str(free_port()))

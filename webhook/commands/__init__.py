@@ -1,25 +1,38 @@
 """The `pod-tailor` command. Every verb is one thin module in this folder, over the layers below.
 
-Each module exposes `register(subparsers)` and sets `func(args) -> int` on its parser, and may set
-`configure(args)`: the offline part of its start-up (options and `POD_TAILOR_*` variables turned into
-settings, files named on the command line read), which `--check-config` runs alone.
+Each module exposes `register(subparsers)`, takes its options from `webhook.config.catalog` and sets
+two functions on its parser: `configure(args)`, its start-up up to the first port it would open or
+server it would call (every file named read and parsed, every setting checked), and `func(args,
+configured) -> int`, the run on what `configure` gave. `--check-config` runs `configure` alone: the
+same code, so it says what the real start would say.
 
-Bad input of any kind ends here as one line, `pod-tailor VERB: what, where, and the fix`, exit 2;
-never a traceback (webhook/commands/failures.py).
+Bad input of any kind ends here as one line, `pod-tailor VERB: what, where, and the fix`, exit 2; a
+dependency that cannot be reached likewise, exit 3; never a traceback (webhook/commands/failures.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from webhook import __version__
-from webhook.commands.failures import BAD_INPUT, USAGE, one_line, silence_stdout
-from webhook.commands.parser import OneLineParser, order_groups
+from webhook.commands.failures import (
+    BAD_INPUT,
+    UNREACHABLE,
+    USAGE,
+    UnreachableError,
+    one_line,
+    silence_stdout,
+)
+from webhook.commands.parser import OneLineParser, order_groups, resolve
+from webhook.config.catalog import CATALOG
+from webhook.config.option import ENV_PREFIX
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "main", "parse"]
 
 # Modules exposing `register(subparsers)`; each sets `func(args) -> int` on its parser.
 COMMANDS = (
@@ -45,8 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"pod-tailor {__version__}")
     parser.add_argument(
         "--check-config", action="store_true",
-        help="read COMMAND's options, its POD_TAILOR_* variables and the files it names as it would at"
-        " start, say what is wrong (exit 2) or that all is well (exit 0), and start nothing",
+        help="run COMMAND's start-up up to the first port it would open or server it would call (its"
+        " options, POD_TAILOR_* variables and the files they name read and checked), say what is wrong"
+        " as the start would (exit 2 or 3) or that all is well (exit 0), and start nothing",
     )
     subparsers = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", parser_class=OneLineParser
@@ -68,23 +82,48 @@ def _exact_options(parser: argparse.ArgumentParser) -> None:
                 _exact_options(sub)
 
 
+def parse(argv: Sequence[str], env: Mapping[str, str] | None = None) -> argparse.Namespace:
+    """The options of a command line, each not given read from its variable in `env` (none without)
+    or its default: what the verb runs with."""
+    args = build_parser().parse_args(argv)
+    resolve(args, {} if env is None else env)
+    return args
+
+
 def _verb(args: argparse.Namespace) -> str:
     action = getattr(args, "profiles_command", None)
     return f"pod-tailor {args.command}" + (f" {action}" if action else "")
 
 
 def _check(args: argparse.Namespace) -> int:
-    configure = getattr(args, "configure", None)
-    if configure is not None:
-        configure(args)
+    args.configure(args)
     print(f"{_verb(args)}: configuration OK")
     return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    code: int = args.func(args, args.configure(args))
+    return code
+
+
+def unknown_variables(env: Mapping[str, str]) -> list[str]:
+    """A warning for each `POD_TAILOR_*` variable that is a near miss of one pod-tailor reads."""
+    known = [option.variable for option in CATALOG.values() if option.variable]
+    said = []
+    for name in sorted(env):
+        if name.startswith(ENV_PREFIX) and name not in known:
+            for close in difflib.get_close_matches(name, known, n=1, cutoff=0.8):
+                said.append(f"warning: {name} is read by no verb (did you mean {close}?): ignored")
+    return said
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        code: int = _check(args) if args.check_config else args.func(args)
+        resolve(args, os.environ)
+        for warning in unknown_variables(os.environ):
+            print(f"{_verb(args)}: {warning}", file=sys.stderr)
+        code = _check(args) if args.check_config else _run(args)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's flush at exit
     except KeyboardInterrupt:
         return 130
@@ -94,6 +133,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BAD_INPUT as exc:
         print(f"{_verb(args)}: {one_line(exc)}", file=sys.stderr)
         return USAGE
+    except UnreachableError as exc:
+        print(f"{_verb(args)}: {one_line(exc)}", file=sys.stderr)
+        return UNREACHABLE
     return code
 
 

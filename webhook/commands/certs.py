@@ -9,32 +9,59 @@ Rotation is re-running the command and re-applying; the webhook reloads the moun
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any
 
-from webhook.commands.parser import group, old_name, typed
-from webhook.config import values
+from webhook.commands.failures import InputError
+from webhook.commands.parser import exits, take
 from webhook.server.certs import service_dns_names
 from webhook.server.selfsigned import write_certificates
 
 __all__ = ["register"]
 
 
-def _main(args: argparse.Namespace) -> int:
-    written = write_certificates(
-        args.out,
-        service=args.service,
-        namespace=args.pod_tailor_namespace,
-        secret=args.secret,
-        webhook_configuration=args.webhook_configuration,
-        webhooks=tuple(args.webhook or ("pods.pod-tailor.io",)),
-        days=args.days,
+def _configure(args: argparse.Namespace) -> Path:
+    """The output directory: where it exists, it must be a directory this user may write."""
+    out = Path(args.out)
+    existing = next((path for path in (out, *out.parents) if path.exists()), Path("."))
+    if not existing.is_dir() or not os.access(existing, os.W_OK):
+        raise InputError(f"--out {out}: {existing} is not a directory this user may write")
+    return out
+
+
+def _how_to_apply(out: Path) -> str:
+    """The overlay that reads `out` (the self-signed one, or any whose kustomization names the files
+    there), else what to put in one."""
+    overlay = out.parent
+    kustomization = overlay / "kustomization.yaml"
+    if kustomization.is_file() and f"{out.name}/tls-secret.yaml" in kustomization.read_text(encoding="utf-8"):
+        shown = os.path.relpath(overlay) if not os.path.relpath(overlay).startswith("..") else str(overlay)
+        return f"apply with: kubectl apply -k {shown}"
+    return (
+        f"apply with an overlay of your own: {out}/tls-secret.yaml in its resources and {out}/cabundle.yaml "
+        "in its patches, as manifests/overlays/self-signed has them; then kubectl apply -k YOUR_OVERLAY"
     )
+
+
+def _main(args: argparse.Namespace, out: Path) -> int:
+    try:
+        written = write_certificates(
+            out,
+            service=args.service,
+            namespace=args.pod_tailor_namespace,
+            secret=args.secret,
+            webhook_configuration=args.webhook_configuration,
+            webhooks=tuple(args.webhook),
+            days=args.days,
+        )
+    except OSError as exc:
+        raise InputError(f"--out {out}: {exc.strerror}") from None
     names = ", ".join(service_dns_names(args.service, args.pod_tailor_namespace)[2:])
     print(f"pod-tailor certs: serving certificate for {names}, valid {args.days} days")
     for label, path in written.items():
         print(f"  {label:<14} {path}")
-    print("apply with: kubectl apply -k manifests/overlays/self-signed")
+    print(_how_to_apply(out))
     return 0
 
 
@@ -44,24 +71,7 @@ def register(subparsers: Any) -> None:
         help="create a CA and serving certificate, a Secret manifest and the caBundle patch",
         description=__doc__,
     )
-    parser.add_argument(
-        "--days", type=typed(values.positive_count), default=365, help="serving certificate lifetime [365]"
-    )
-    group(parser, "output").add_argument(
-        "--out", type=Path, default=Path("manifests/overlays/self-signed/generated"), help="output directory"
-    )
-    cluster = group(parser, "cluster", "the names of the objects the certificate is for")
-    cluster.add_argument(
-        "--pod-tailor-namespace", default="pod-tailor", metavar="NAMESPACE",
-        help="pod-tailor's own namespace [pod-tailor]",
-    )
-    old_name(cluster, "--namespace", new="--pod-tailor-namespace", dest="pod_tailor_namespace")
-    cluster.add_argument("--service", default="pod-tailor", help="webhook Service name [pod-tailor]")
-    cluster.add_argument("--secret", default="pod-tailor-tls", help="Secret name [pod-tailor-tls]")
-    cluster.add_argument(
-        "--webhook-configuration", default="pod-tailor", help="MutatingWebhookConfiguration name [pod-tailor]"
-    )
-    cluster.add_argument(
-        "--webhook", action="append", help="webhook entry name to fill (repeatable) [pods.pod-tailor.io]"
-    )
-    parser.set_defaults(func=_main)
+    take(parser, "days", "out", "pod_tailor_namespace", "service", "secret", "webhook_configuration",
+         "webhook")
+    exits(parser, {})
+    parser.set_defaults(func=_main, configure=_configure)

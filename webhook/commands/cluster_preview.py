@@ -23,9 +23,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from webhook.commands.failures import PARTIAL
-from webhook.commands.options import add_manifest_files
-from webhook.commands.parser import group
+from webhook.commands.failures import FINDINGS, UNREACHABLE, InputError
+from webhook.commands.options import manifests_given
+from webhook.commands.parser import exits, take
 from webhook.offline.dryrun import SKIP_LABEL, controller_pod, dry_run_create, injected_diff
 from webhook.offline.inputs import Input, read_inputs
 from webhook.offline.sources import (
@@ -81,7 +81,7 @@ def _sources(args: argparse.Namespace, inputs: Sequence[Input], problems: list[s
     return sources
 
 
-def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+def run(args: argparse.Namespace, kubectl: str | None, out: TextIO = sys.stdout) -> int:
     problems: list[str] = []
     inputs = read_inputs(args.filename, recursive=args.recursive, problems=problems)
     try:
@@ -89,13 +89,12 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     finally:
         for problem in problems:
             print(f"pod-tailor cluster-preview: {problem} (this document is left out)", file=sys.stderr)
-    kubectl = args.kubectl or shutil.which("kubectl")
     if kubectl is None:
         return _offline(args, "kubectl not found", inputs, out)
     extra = ["--kubeconfig", args.kubeconfig] if args.kubeconfig else []
     if args.context:
         extra += ["--context", args.context]
-    status = PARTIAL if problems else 0
+    status = FINDINGS if problems else 0
     several = len({source.origin for source in sources}) > 1
     for source in sources:
         label = f"{source.origin}: {source.label}" if several else source.label
@@ -128,6 +127,22 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     return status
 
 
+def _kubectl(given: str | None) -> str | None:
+    """The kubectl to run: --kubectl must name one that runs (InputError); else kubectl on PATH, if any."""
+    if given is None:
+        return shutil.which("kubectl")
+    found = shutil.which(given)
+    if found is None:
+        raise InputError(f"--kubectl {given}: no such executable")
+    return found
+
+
+def _configure(args: argparse.Namespace) -> str | None:
+    """The files named exist and --kubectl runs (the kubectl found, None for none on PATH)."""
+    manifests_given(args.filename)
+    return _kubectl(args.kubectl)
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "cluster-preview",
@@ -135,13 +150,10 @@ def register(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    given = group(parser, "input")
-    add_manifest_files(
-        given, manifests="manifest file, directory (its .yaml, .yml, .json files); - = stdin; repeatable"
-    )
-    given.add_argument("-n", "--namespace", help="namespace the Pods would be created in")
-    cluster = group(parser, "cluster")
-    cluster.add_argument("--kubeconfig", help="kubeconfig for kubectl (default: kubectl's own)")
-    cluster.add_argument("--context", help="kubeconfig context")
-    cluster.add_argument("--kubectl", help="kubectl binary (default: kubectl on PATH)")
-    parser.set_defaults(func=run)
+    take(parser, "filename", "recursive", "namespace", "kubeconfig", "context", "kubectl",
+         required={"filename"})
+    exits(parser, {
+        FINDINGS: "a document could not be used, or the cluster refused a Pod (each named)",
+        UNREACHABLE: "kubectl could not use the cluster it was given (--context, --kubeconfig)",
+    })  # fmt: skip
+    parser.set_defaults(func=run, configure=_configure)

@@ -10,27 +10,26 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import logging
-import sys
 from collections.abc import Callable
 from typing import Any
 
-from webhook.commands.failures import InputError, quiet_http_clients
+from webhook.commands.failures import UNREACHABLE
+from webhook.commands.logs import json_logs
 from webhook.commands.options import (
-    add_policy_options,
-    add_prometheus_options,
-    add_scope_options,
-    add_store_options,
+    POLICY,
+    PROMETHEUS,
+    SCOPE,
+    STORE,
+    cluster_found,
     manifests_given,
     prometheus_connection,
     store_from,
 )
-from webhook.commands.parser import group, typed
-from webhook.config import values
+from webhook.commands.parser import exits, take
 from webhook.config.policies import bundled_policies, load_policy_file
 from webhook.core.policy import PolicySet
 from webhook.profiles.prometheus import Prometheus
-from webhook.profiles.store import StoreError
+from webhook.profiles.store import ProfileStore
 
 __all__ = ["register"]
 
@@ -42,25 +41,9 @@ def register(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_scope_options(
-        parser,
-        manifests="show these manifests (file or directory; repeatable) instead of a cluster",
-        long_namespace=True,
-    )
-    add_policy_options(parser)
-    add_store_options(parser)
-    add_prometheus_options(parser)
-    group(parser, "Prometheus connection").add_argument(
-        "--dry-run-window", type=typed(values.duration), default="24h",
-        help="window of the dry-run counts, from Prometheus [24h]",
-    )
-    served = group(parser, "server")
-    served.add_argument("--host", default="127.0.0.1", help="address to listen on [127.0.0.1]")
-    served.add_argument("--port", type=typed(values.port), default=8080, help="port [8080]")
-    served.add_argument(
-        "--refresh-seconds", type=typed(values.seconds), default=60.0,
-        help="how often the cluster (or the manifests) and the store are read again [60]",
-    )
+    take(parser, *SCOPE, *POLICY, *STORE, *PROMETHEUS, "dry_run_window", "host", "port", "refresh_seconds",
+         "log_level", defaults={"host": "127.0.0.1", "port": 8080})
+    exits(parser, {UNREACHABLE: "no cluster to read (and no -f)"})
     parser.set_defaults(func=_main, configure=_configure)
 
 
@@ -76,51 +59,35 @@ def _prometheus(args: argparse.Namespace) -> Callable[[], Prometheus] | None:
 class _Configured:
     policies: PolicySet | None
     prometheus: Callable[[], Prometheus] | None
+    store: ProfileStore
 
 
 def _configure(args: argparse.Namespace) -> _Configured:
-    """Options and variables read, named files checked and the policy file parsed; nothing contacted
-    (--check-config stops here)."""
+    """Options and variables read, named files checked, the policy file parsed, the cluster's
+    configuration found; nothing contacted."""
     manifests_given(args.filename)
-    policies = load_policy_file(str(args.policy_file)) if args.policy_file else None
+    policies = load_policy_file(args.policy_file) if args.policy_file else None
     if args.filename and policies is None:
         policies = bundled_policies()  # manifests have no cluster to hold a policy ConfigMap
-    return _Configured(policies, _prometheus(args))
+    prometheus = _prometheus(args)
+    if not args.filename:  # say it now rather than serve a page that waits for a cluster
+        cluster_found(args, why="pass --kubeconfig FILE, or -f DIR to show manifests")
+    return _Configured(policies, prometheus, store_from(args))
 
 
-def _cluster_found(args: argparse.Namespace) -> None:
-    """Without any way to a cluster, say so now rather than serve a page that waits for one."""
-    from webhook.cluster.config import discover
-
-    found = discover(kubeconfig=args.kubeconfig)
-    if found.config is None:
-        raise InputError(
-            f"no cluster to read ({found.reason}): pass --kubeconfig FILE, or -f DIR to show manifests"
-        )
-
-
-def _main(args: argparse.Namespace) -> int:
+def _main(args: argparse.Namespace, configured: _Configured) -> int:
     import uvicorn
 
     from webhook.dashboard.app import create_dashboard
     from webhook.dashboard.fleet import FleetConfig, FleetKeeper, load_fleet
 
-    configured = _configure(args)
-    if not args.filename:
-        _cluster_found(args)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    quiet_http_clients()
-    try:
-        store = store_from(args)
-    except StoreError as exc:
-        print(f"pod-tailor dashboard: {exc}", file=sys.stderr)
-        return 1
+    json_logs(args.log_level)
     config = FleetConfig(
-        store=store,
+        store=configured.store,
         kubeconfig=args.kubeconfig,
         manifests=tuple(args.filename),
         recursive=args.recursive,
-        namespaces=tuple(args.namespace),
+        namespaces=tuple(args.namespaces),
         all_namespaces=args.all_namespaces,
         own_namespace=args.pod_tailor_namespace,
         policy_configmap=args.policy_configmap,

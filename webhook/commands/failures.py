@@ -1,9 +1,16 @@
-"""What counts as bad input to a command, and how it is said: one line, no traceback.
+"""The exit codes every verb shares, and how a failure is said: one line, no traceback.
+
+    0  done
+    1  done, with findings: a document left out, something that would change (report --exit-code),
+       a build that failed (recommend --max-builds)
+    2  bad options, variables or input (files named on the command line, policy files, manifests that
+       cannot be read at all): nothing was done
+    3  a dependency could not be reached: no cluster, Prometheus, kubectl
 
 Options, `POD_TAILOR_*` variables, policy files, manifests and the files named on the command line
 are a person's input: their errors (`BAD_INPUT`) reach `webhook.commands.main`, which prints
-`pod-tailor VERB: <message>` and exits 2. Faults of the world (Prometheus down, a cluster refusing)
-stay each command's own outcome (exit 1, or retried).
+`pod-tailor VERB: <message>` and exits 2; `UnreachableError` is said the same way and exits 3. Both are
+raised by a verb's start-up (`configure`), which `--check-config` runs alone.
 """
 
 from __future__ import annotations
@@ -19,14 +26,36 @@ from webhook.core.quantity import QuantityError
 from webhook.offline.sources import SourceError
 from webhook.profiles.connection import ConnectionSettingsError
 
-__all__ = ["BAD_INPUT", "PARTIAL", "USAGE", "InputError", "one_line", "quiet_http_clients", "silence_stdout"]
+__all__ = [
+    "BAD_INPUT",
+    "EXIT_CODES",
+    "FINDINGS",
+    "UNREACHABLE",
+    "USAGE",
+    "InputError",
+    "UnreachableError",
+    "one_line",
+    "quiet_http_clients",
+    "silence_stdout",
+]
 
-USAGE = 2  # bad options, variables or input: nothing was done
-PARTIAL = 1  # done, but some of the input could not be used (each part said why)
+FINDINGS = 1
+USAGE = 2
+UNREACHABLE = 3
+EXIT_CODES = {
+    0: "done",
+    FINDINGS: "done, with findings: a document left out, something that would change, a failed build",
+    USAGE: "bad options, variables or input: nothing was done",
+    UNREACHABLE: "a dependency could not be reached (the cluster, Prometheus, kubectl)",
+}
 
 
 class InputError(ValueError):
     """A command's input cannot be used (a missing file named on the command line, a bad label)."""
+
+
+class UnreachableError(Exception):
+    """What the command needs cannot be reached: no cluster to read, Prometheus down (exit 3)."""
 
 
 BAD_INPUT = (

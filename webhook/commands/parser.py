@@ -1,17 +1,17 @@
-"""The command line's parser: errors in one line, option values through the rules of
-`webhook.config.values`, and the option groups every verb lists in the same order."""
+"""The command line's parser: errors in one line, every option taken from `webhook.config.catalog`, the
+option groups every verb lists in the same order, and what each verb's exit codes mean."""
 
 from __future__ import annotations
 
 import argparse
 import re
 import sys
+from collections.abc import Collection, Mapping
 from typing import Any, NoReturn
 
-from webhook.config.oldnames import old_name
-from webhook.config.values import typed
+from webhook.config.catalog import CATALOG
 
-__all__ = ["GROUPS", "OneLineParser", "group", "old_name", "order_groups", "typed"]
+__all__ = ["GROUPS", "OneLineParser", "exits", "group", "order_groups", "resolve", "take"]
 
 # The option groups of `pod-tailor VERB --help`, in this order in every verb that has them.
 GROUPS = (
@@ -21,6 +21,7 @@ GROUPS = (
     "profile store",
     "Prometheus connection",
     "profile build",
+    "controller",
     "cluster",
     "server",
     "leader election",
@@ -50,6 +51,56 @@ def group(parser: argparse.ArgumentParser, title: str, description: str | None =
             return existing
     return parser.add_argument_group(title, description)
 
+
+def take(
+    parser: argparse.ArgumentParser,
+    *names: str,
+    defaults: Mapping[str, Any] | None = None,
+    required: Collection[str] = (),
+    exclusive: Collection[str] = (),
+) -> None:
+    """The catalog's options `names` on `parser`, each in its group; `defaults` are this verb's own,
+    `exclusive` ones cannot be given together. `resolve` fills in those not given."""
+    declared = parser.get_default("declared")
+    if declared is None:
+        declared = {}
+        parser.set_defaults(declared=declared)
+    either = None
+    for name in dict.fromkeys(names):  # a name two sets share (-n in the scope and the build) once
+        if name in declared:
+            continue
+        option = CATALOG[name]
+        default = (defaults or {}).get(name, option.default)
+        declared[name] = default
+        if not option.flags:
+            continue
+        target = group(parser, option.group)
+        if name in exclusive:
+            either = either or target.add_mutually_exclusive_group()
+            target = either
+        option.add_to(target, default=default, required=name in required)
+
+
+def resolve(args: argparse.Namespace, env: Mapping[str, str]) -> None:
+    """Each option the verb takes that was not given, from its variable, else its default (SettingsError
+    naming the variable when its value cannot be used); `args.variables` names the options a variable
+    gave."""
+    declared: dict[str, Any] = getattr(args, "declared", None) or {}
+    args.variables = {}
+    for name, default in declared.items():
+        option = CATALOG[name]
+        given = getattr(args, name, None)
+        if given is None and option.variable is not None and option.variable in env:
+            args.variables[name] = option.variable
+        setattr(args, name, option.value(given, env, default))
+
+
+def exits(parser: argparse.ArgumentParser, meanings: Mapping[int, str]) -> None:
+    """What the verb's exit codes mean beside 0 and 2, for `--help` and the CLI reference
+    (`webhook.commands.failures` holds the convention)."""
+    parser.set_defaults(exit_codes=dict(meanings))
+    every = {0: "done", 2: "bad options, variables or input: nothing was done", **meanings}
+    parser.epilog = "Exit codes: " + "; ".join(f"{code} {every[code]}" for code in sorted(every)) + "."
 
 
 def order_groups(parser: argparse.ArgumentParser) -> None:

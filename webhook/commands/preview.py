@@ -14,14 +14,13 @@ import difflib
 import json
 import sys
 import time
-from pathlib import Path
 from typing import Any, NamedTuple, TextIO
 
 import jsonpatch
 
-from webhook.commands.failures import PARTIAL, USAGE, InputError
-from webhook.commands.options import add_manifest_files, add_store_options, stored_profiles
-from webhook.commands.parser import group, old_name
+from webhook.commands.failures import FINDINGS, USAGE, InputError
+from webhook.commands.options import stored_profiles
+from webhook.commands.parser import exits, take
 from webhook.config.policies import bundled_policies, load_policy_file
 from webhook.core.namespace import Mode, label_problems
 from webhook.core.policy import PolicySet
@@ -41,32 +40,9 @@ def register(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    given = group(parser, "input")
-    add_manifest_files(
-        given,
-        manifests="manifest file, directory (its .yaml, .yml, .json files) or AdmissionReview; - = stdin;"
-        " repeatable",
-    )
-    given.add_argument("-n", "--namespace", help="namespace the Pods would be created in")
-    given.add_argument(
-        "--namespace-label",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a label of that namespace, e.g. pod-tailor.io/mode=dry-run (repeatable)",
-    )
-    given.add_argument(
-        "--server-version", metavar="1.N", help="Kubernetes version to assume (default: unknown)"
-    )
-    shown = group(parser, "output").add_mutually_exclusive_group()
-    shown.add_argument("--diff", action="store_true", help="print a unified diff instead of the objects")
-    shown.add_argument("--patch", action="store_true", help="print the JSON Patch instead of the objects")
-    group(parser, "policy").add_argument(
-        "--policy-file", type=Path, help="policy YAML (default: the bundled policy)"
-    )
-    add_store_options(parser, kubernetes=False)
-    store = group(parser, "profile store")
-    old_name(store, "--profiles", new="--profiles-path", dest="profiles_path", type=Path)
+    take(parser, "filename", "recursive", "namespace", "namespace_label", "server_version", "diff", "patch",
+         "policy_file", "profiles_path", required={"filename"}, exclusive={"diff", "patch"})
+    exits(parser, {FINDINGS: "a document could not be used: named on stderr and left out, the rest printed"})
     parser.set_defaults(func=_main, configure=_configure)
 
 
@@ -125,7 +101,7 @@ class _Configured(NamedTuple):
 
 def _configure(args: argparse.Namespace) -> _Configured:
     """Options, the policy file and the profile store read (--check-config stops here)."""
-    policies = load_policy_file(str(args.policy_file)) if args.policy_file else bundled_policies()
+    policies = load_policy_file(args.policy_file) if args.policy_file else bundled_policies()
     labels = _labels(args.namespace_label)
     warnings = label_problems(labels, policies=policies.policies)
     store, missing = stored_profiles(args)
@@ -140,8 +116,7 @@ def _configure(args: argparse.Namespace) -> _Configured:
     return _Configured(policies, labels, _version(args.server_version), profiles, warnings)
 
 
-def _main(args: argparse.Namespace) -> int:
-    configured = _configure(args)
+def _main(args: argparse.Namespace, configured: _Configured) -> int:
     for warning in configured.warnings:
         print(f"pod-tailor preview: warning: {warning}", file=sys.stderr)
     problems: list[str] = []
@@ -169,4 +144,4 @@ def _main(args: argparse.Namespace) -> int:
     _report(preview, args=args, out=sys.stdout)
     for problem in problems:
         print(f"pod-tailor preview: {problem} (this document is left out)", file=sys.stderr)
-    return PARTIAL if problems else 0
+    return FINDINGS if problems else 0

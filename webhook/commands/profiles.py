@@ -15,22 +15,17 @@ from typing import Any
 
 import yaml
 
-from webhook.commands.options import (
-    add_build_options,
-    add_store_options,
-    build_run,
-    build_settings,
-    store_from,
-)
-from webhook.commands.parser import group
+from webhook.commands.failures import FINDINGS, UNREACHABLE, InputError
+from webhook.commands.options import BUILD, PROMETHEUS, STORE, build_run, build_settings, store_from
+from webhook.commands.parser import exits, take
 from webhook.profiles.build import BuildSettings
-from webhook.profiles.prometheus import PrometheusError
+from webhook.profiles.prometheus import OverloadedError, PrometheusError
 from webhook.profiles.runner import BuildRun, build_once, counts
-from webhook.profiles.store import ProfileDocument, StoreError, encode_document
+from webhook.profiles.store import ProfileDocument, ProfileStore, StoreError, encode_document
 from webhook.profiles.table import render_table, select
 from webhook.report.progress import Progress
 
-__all__ = ["BuildMeter", "progress_printer", "register"]
+__all__ = ["BuildMeter", "failed", "progress_printer", "register"]
 
 
 def register(subparsers: Any) -> None:
@@ -40,17 +35,24 @@ def register(subparsers: Any) -> None:
     )
     sub = profiles.add_subparsers(dest="profiles_command", required=True, metavar="ACTION")
     build = sub.add_parser("build", help="read Prometheus history and write the profile store")
-    add_build_options(build)
-    group(build, "profile build").add_argument(
-        "--end", type=float, help="unix time the window ends at, for a build as of then (default: now)"
-    )
-    add_store_options(build)
+    take(build, *PROMETHEUS, *BUILD, "end", *STORE)
+    exits(build, {
+        FINDINGS: "the build failed (partial data, a shrink refused, no data): the store is left as it was",
+        UNREACHABLE: "Prometheus (or the cluster holding the store) could not be reached",
+    })  # fmt: skip
     build.set_defaults(func=_build_main, configure=_build_configure)
     show = sub.add_parser("show", help="print the stored profiles")
     show.add_argument("selector", nargs="?", help="NAMESPACE, NAMESPACE/NAME or NAMESPACE/Kind/NAME")
-    group(show, "output").add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
-    add_store_options(show)
-    show.set_defaults(func=_show_main)
+    take(show, "output", *STORE)
+    exits(show, {FINDINGS: "nothing matches the selector", UNREACHABLE: "the store could not be read"})
+    show.set_defaults(func=_show_main, configure=_show_configure)
+
+
+def failed(exc: Exception) -> int:
+    """A build that failed: 3 when Prometheus could not be reached or gave no answer in time, 1 when it
+    answered and the build still could not be written (refused, no data, partial data, a shrink)."""
+    unreachable = isinstance(exc, OverloadedError) or str(exc).startswith("cannot reach Prometheus")
+    return UNREACHABLE if unreachable else FINDINGS
 
 
 def progress_printer(quiet: bool, *, bar: Progress | None = None) -> Callable[[str], None]:
@@ -78,15 +80,15 @@ class BuildMeter:
         self.bar.advance(done, planned, f"pieces, {samples / 1e6:,.1f} M samples read, ~{left:.0f}s left")
 
 
-def _build_configure(args: argparse.Namespace) -> tuple[BuildRun, BuildSettings]:
-    """The connection and the build's settings (--check-config stops here)."""
-    return build_run(args), build_settings(args)
+def _build_configure(args: argparse.Namespace) -> tuple[BuildRun, BuildSettings, ProfileStore]:
+    """The connection, the build's settings and the store to write."""
+    settings = build_settings(args)
+    return build_run(args), settings, store_from(args)
 
 
-def _build_main(args: argparse.Namespace) -> int:
-    run, settings = _build_configure(args)
+def _build_main(args: argparse.Namespace, configured: tuple[BuildRun, BuildSettings, ProfileStore]) -> int:
+    run, settings, store = configured
     try:
-        store = store_from(args)
         bar = Progress() if not args.quiet else None  # drawn only on a terminal
         progress = progress_printer(args.quiet, bar=bar if bar is not None and bar.enabled else None)
         meter = BuildMeter(bar) if bar is not None and bar.enabled else None
@@ -97,7 +99,7 @@ def _build_main(args: argparse.Namespace) -> int:
                 bar.done()
     except (PrometheusError, StoreError) as exc:
         print(f"pod-tailor profiles build: {exc}", file=sys.stderr)
-        return 1
+        return failed(exc)
     found = counts(result.document)
     print(
         f"wrote {found.workloads} workloads ({found.recommended} containers with a recommendation, "
@@ -107,12 +109,21 @@ def _build_main(args: argparse.Namespace) -> int:
     return 0
 
 
-def _show_main(args: argparse.Namespace) -> int:
+SHOWN = ("table", "json", "yaml")
+
+
+def _show_configure(args: argparse.Namespace) -> ProfileStore:
+    if args.output not in SHOWN:
+        raise InputError(f"--output {args.output}: use one of {', '.join(SHOWN)}")
+    return store_from(args)
+
+
+def _show_main(args: argparse.Namespace, store: ProfileStore) -> int:
     try:
-        document = store_from(args).read()
+        document = store.read()
     except StoreError as exc:
         print(f"pod-tailor profiles show: {exc}", file=sys.stderr)
-        return 1
+        return UNREACHABLE if args.profiles_store == "kubernetes" else FINDINGS
     selected = select(document, args.selector)
     if args.output == "table":
         if not selected:

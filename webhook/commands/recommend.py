@@ -10,22 +10,24 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
-import sys
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from webhook.commands.failures import quiet_http_clients
+from webhook.commands.failures import FINDINGS, UNREACHABLE
+from webhook.commands.logs import json_logs
 from webhook.commands.options import (
-    add_build_options,
-    add_store_options,
+    BUILD,
+    DAEMON,
+    PROMETHEUS,
+    STORE,
     build_run,
     build_settings,
+    cluster_found,
     store_from,
 )
-from webhook.commands.parser import group, typed
-from webhook.commands.profiles import progress_printer
-from webhook.config import values
+from webhook.commands.parser import exits, take
+from webhook.commands.profiles import failed as exit_of
 from webhook.profiles.build import BuildSettings
 from webhook.profiles.prometheus import PrometheusError
 from webhook.profiles.runner import BuildRun, build_once, counts
@@ -43,41 +45,32 @@ log = logging.getLogger("pod_tailor.profiles")
 def register(subparsers: Any) -> None:
     recommend = subparsers.add_parser(
         "recommend", help="rebuild the profile store periodically (one replica builds at a time)",
-        description="Runs `profiles build` every --interval; a failed build keeps the last profiles.",
+        description="Runs `profiles build` every --interval; a failed build keeps the last profiles. Logs "
+        "are JSON lines on stderr.",
     )
-    add_build_options(recommend)
-    add_store_options(recommend)
-    loop = group(recommend, "profile build")
-    loop.add_argument(
-        "--interval", type=typed(values.seconds), default=3600.0, help="seconds between builds [3600]"
-    )
-    loop.add_argument(
-        "--retry", type=typed(values.seconds), default=300.0,
-        help="seconds before a failed build is tried again [300]",
-    )
-    loop.add_argument(
-        "--max-builds", type=typed(values.count), default=0, help="stop after this many builds [0: never]"
-    )
-    served = group(recommend, "server")
-    served.add_argument(
-        "--metrics-port", type=typed(values.port_or_off), default=0,
-        help="serve /metrics over HTTP on this port [0: not at all]",
-    )
-    served.add_argument("--metrics-host", default="0.0.0.0", help="address for --metrics-port [0.0.0.0]")
-    election = group(recommend, "leader election", "several replicas, one builds")
-    election.add_argument(
-        "--leader-elect", action=argparse.BooleanOptionalAction, default=False,
-        help="build only while holding a coordination.k8s.io Lease [off]",
-    )
-    election.add_argument("--lease-name", default="pod-tailor-recommender", help="[pod-tailor-recommender]")
-    election.add_argument("--lease-namespace", help="[the --pod-tailor-namespace]")
+    take(recommend, *PROMETHEUS, *BUILD, *STORE, "interval", "retry", "max_builds", *DAEMON,
+         defaults={"lease_name": "pod-tailor-recommender"})
+    exits(recommend, {
+        FINDINGS: "with --max-builds: the last build failed (the store keeps the last profiles)",
+        UNREACHABLE: "the cluster (--leader-elect, --profiles-store kubernetes) could not be reached; with "
+        "--max-builds: the last build could not reach Prometheus",
+    })  # fmt: skip
     recommend.set_defaults(func=_main, configure=_configure)
 
 
-def _configure(args: argparse.Namespace) -> tuple[BuildRun, BuildSettings]:
-    """The connection and the build's settings: wrong ones stop here, not every hour (and
-    --check-config stops here)."""
-    return build_run(args), build_settings(args)
+class _Configured(NamedTuple):
+    run: BuildRun
+    settings: BuildSettings
+    store: ProfileStore
+
+
+def _configure(args: argparse.Namespace) -> _Configured:
+    """The connection, the build's settings and the store: wrong ones stop here, not every hour."""
+    settings = build_settings(args)
+    run, store = build_run(args), store_from(args)
+    if args.leader_elect:
+        cluster_found(args, why="--leader-elect holds a Lease in the cluster")
+    return _Configured(run, settings, store)
 
 
 def _elector(args: argparse.Namespace, metrics: BuildMetrics, leading: threading.Event) -> LeaderElector:
@@ -85,8 +78,7 @@ def _elector(args: argparse.Namespace, metrics: BuildMetrics, leading: threading
     from webhook.controllers.leader import LeaderElector, LeaseConfig, followers, identity
 
     found = discover(kubeconfig=args.kubeconfig)
-    if found.config is None:
-        raise StoreError(f"--leader-elect needs the Kubernetes API: {found.reason}")
+    assert found.config is not None  # `_configure` checked
     config = LeaseConfig(args.lease_namespace or args.pod_tailor_namespace, args.lease_name, identity())
     started, stopped = followers(leading, metrics.leader)
     return LeaderElector(found.config.api_client, config, on_started=started, on_stopped=stopped)
@@ -106,21 +98,15 @@ def _last_built(store: ProfileStore) -> Callable[[], float]:
     return read
 
 
-def _main(args: argparse.Namespace) -> int:
+def _main(args: argparse.Namespace, configured: _Configured) -> int:
     from webhook.controllers.recommender import BuildLoop, LeaderOnlyStore
     from webhook.profiles.buildmetrics import BuildMetrics
 
-    run, settings = _configure(args)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    quiet_http_clients()
+    run, settings, store = configured
+    json_logs(args.log_level)
     metrics = BuildMetrics(interval=args.interval)
     leading, stop = threading.Event(), threading.Event()
-    try:
-        store = store_from(args)
-        elector = _elector(args, metrics, leading) if args.leader_elect else None
-    except StoreError as exc:
-        print(f"pod-tailor recommend: {exc}", file=sys.stderr)
-        return 1
+    elector = _elector(args, metrics, leading) if args.leader_elect else None
     if elector is None:
         metrics.leader.set(1)
         leading.set()
@@ -130,19 +116,22 @@ def _main(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
     server = metrics.serve(args.metrics_port, args.metrics_host)[0] if args.metrics_port else None
     guarded = LeaderOnlyStore(store, leading)
+    last = [0]  # the exit code of the last build
 
     def build() -> Any:
-        return build_once(run, settings, guarded, progress=progress_printer(args.quiet))
+        return build_once(run, settings, guarded, progress=(lambda _: None) if args.quiet else log.info)
 
     def succeeded(result: Any) -> None:
         metrics.succeeded(result)
         found = counts(result.document)
         log.info("profiles built: %d workloads, %d recommendations, %d queries, %.1fs",
                  found.workloads, found.recommended, result.queries, result.seconds)
+        last[0] = 0
 
     def failed(seconds: float, exc: Exception) -> None:
         metrics.failed(seconds)
         log.error("profile build failed, the store keeps the last profiles: %s", exc)
+        last[0] = exit_of(exc)
 
     loop = BuildLoop(
         build, interval=args.interval, leading=leading, stop=stop, last_built=_last_built(store),
@@ -150,7 +139,8 @@ def _main(args: argparse.Namespace) -> int:
         retry=args.retry, max_builds=args.max_builds,
     )
     try:
-        return loop.run()
+        loop.run()
+        return last[0] if args.max_builds else 0
     except KeyboardInterrupt:
         return 130
     finally:

@@ -3,8 +3,7 @@
 Without -f it lists the cluster (kubeconfig or in-cluster): Deployments, StatefulSets, DaemonSets,
 ReplicaSets and Jobs of no other controller, CronJobs, bare Pods, Argo Rollouts when served, in the
 namespaces opted in (or all of them with --all-namespaces: "what if we opted in everything"). Each
-workload's Pod goes through the same engine as the webhook. Exit codes: 0, 1 when nothing could be
-shown, 3 with --exit-code when anything would change (a CI gate on manifests).
+workload's Pod goes through the same engine as the webhook.
 """
 
 from __future__ import annotations
@@ -16,18 +15,20 @@ import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from webhook.commands.failures import InputError
+from webhook.commands.failures import FINDINGS, UNREACHABLE, InputError, UnreachableError
 from webhook.commands.options import (
-    add_build_options,
-    add_policy_options,
-    add_scope_options,
-    add_store_options,
+    BUILD,
+    POLICY,
+    PROMETHEUS,
+    SCOPE,
+    STORE,
     build_run,
     build_settings,
+    cluster_found,
     manifests_given,
     stored_profiles,
 )
-from webhook.commands.parser import group
+from webhook.commands.parser import exits, take
 from webhook.config.policies import bundled_policies, load_policy_file
 from webhook.config.yamltext import read_input
 from webhook.core.policy import PolicySet
@@ -41,7 +42,6 @@ from webhook.report.usage import Usage, built_now, from_store, without_profiles
 __all__ = ["FORMATS", "register", "render"]
 
 FORMATS = ("table", "wide", "json", "yaml", "csv", "html")
-CHANGES = 3  # --exit-code: something would change
 
 
 def register(subparsers: Any) -> None:
@@ -51,18 +51,13 @@ def register(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_scope_options(parser, manifests="manifest file or directory (its .yaml, .yml, .json files), - for"
-                      " stdin; repeatable [default: the cluster]")
-    group(parser, "input").add_argument(
-        "--server-version", metavar="1.N", help="Kubernetes version for -f (default: unknown)"
-    )
-    output = group(parser, "output")
-    output.add_argument("-o", "--output", default="table", help=f"{', '.join(FORMATS)} [table]")
-    output.add_argument("--output-file", type=Path, help="write the report here instead of stdout")
-    output.add_argument("--exit-code", action="store_true", help="exit 3 when anything would change")
-    add_policy_options(parser)
-    add_build_options(parser)
-    add_store_options(parser)
+    take(parser, *SCOPE, "server_version", "output", "output_file", "exit_code", *POLICY, *PROMETHEUS, *BUILD,
+         *STORE)
+    exits(parser, {
+        FINDINGS: "a manifest or namespace could not be read (named on stderr, the rest reported), nothing "
+        "to report, or, with --exit-code, something would change",
+        UNREACHABLE: "the cluster (or Prometheus, with --prometheus-url) could not be reached",
+    })  # fmt: skip
     parser.set_defaults(func=_main, configure=_configure)
 
 
@@ -104,11 +99,13 @@ class _Configured(NamedTuple):
 
 
 def _configure(args: argparse.Namespace) -> _Configured:
-    """Options, files and the profile store checked (--check-config stops here)."""
+    """Options, files, the profile store and the cluster's configuration checked."""
     if args.output not in FORMATS:
         raise InputError(f"--output {args.output}: use one of {', '.join(FORMATS)}")
     manifests_given(args.filename)
-    policies = load_policy_file(str(args.policy_file)) if args.policy_file else None
+    policies = load_policy_file(args.policy_file) if args.policy_file else None
+    if not args.filename:
+        cluster_found(args, why="pass --kubeconfig FILE, or -f DIR to report on manifests")
     if args.prometheus_url:
         build_run(args)  # the connection, checked
         build_settings(args)
@@ -132,7 +129,7 @@ def _live(args: argparse.Namespace, configured: _Configured, usage: Usage, progr
 
     view = read_cluster(
         kubeconfig=args.kubeconfig,
-        namespaces=tuple(args.namespace),
+        namespaces=tuple(args.namespaces),
         all_namespaces=args.all_namespaces,
         own_namespace=args.pod_tailor_namespace,
         policy_configmap=args.policy_configmap,
@@ -153,24 +150,23 @@ def _live(args: argparse.Namespace, configured: _Configured, usage: Usage, progr
     return dataclasses.replace(report, in_place=view.in_place)
 
 
-def _main(args: argparse.Namespace) -> int:
+def _main(args: argparse.Namespace, configured: _Configured) -> int:
     from webhook.report.live import ClusterError  # where used: it imports the Kubernetes client
 
-    configured = _configure(args)
     progress = Progress(enabled=None if not args.quiet else False)
     try:
         usage = _usage(args, configured, progress)
         if args.filename:
             report = manifests_report(
                 args.filename, policies=configured.policies or bundled_policies(), usage=usage,
-                namespaces=args.namespace, server_version=configured.server_version, progress=progress,
+                namespaces=args.namespaces, server_version=configured.server_version, progress=progress,
                 stdin=read_input("-") if "-" in args.filename else None, recursive=args.recursive,
             )
         else:
             report = _live(args, configured, usage, progress)
     except ClusterError as exc:
         progress.done()
-        return _fail(str(exc))
+        raise UnreachableError(str(exc)) from None
     progress.done()
     for problem in report.problems:
         print(f"pod-tailor report: {problem}", file=sys.stderr)
@@ -180,9 +176,10 @@ def _main(args: argparse.Namespace) -> int:
     text = render(report, args.output, width=width)
     if args.output_file is not None:
         try:
-            args.output_file.write_text(text, encoding="utf-8")
+            Path(args.output_file).write_text(text, encoding="utf-8")
         except OSError as exc:
-            return _fail(f"{args.output_file}: {exc.strerror}")
+            raise InputError(f"--output-file {args.output_file}: {exc.strerror}") from None
     else:
         sys.stdout.write(text)
-    return CHANGES if args.exit_code and report.changed else 0
+    left_out = [problem for problem in report.problems if problem != usage.problem]  # not a warning
+    return FINDINGS if left_out or (args.exit_code and report.changed) else 0

@@ -12,9 +12,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from webhook.commands.parser import typed
-from webhook.commands.running import add_running_options, start
-from webhook.config import values
+from webhook.commands.running import configure, running_options, start
+from webhook.config.settings import Settings
 
 __all__ = ["register"]
 
@@ -29,35 +28,16 @@ def register(subparsers: Any) -> None:
         "what pod-tailor would set, pass/warn/fail/skip. Needs the Report CRD "
         "(manifests/components/openreports-crd, or Kyverno's or Policy Reporter's).",
     )
-    command.add_argument(
-        "--include-enforce", action="store_true",
-        help="report on enforce namespaces too (what pod-tailor sets at admission) [dry-run only]",
-    )  # fmt: skip
-    command.add_argument(
-        "--tick", type=typed(values.seconds), default=5.0, help="seconds between passes at most [5]"
-    )
-    command.add_argument(
-        "--max-writes-per-second", type=typed(values.at_least(0.01)), default=10.0,
-        help="Report writes a second on average, cluster-wide [10]",
-    )  # fmt: skip
-    command.add_argument(
-        "--burst", type=typed(values.positive_count), default=50, help="Report writes at once at most [50]"
-    )
-    command.add_argument(
-        "--crd-check-seconds", type=typed(values.seconds), default=300.0,
-        help="without the Report CRD, look for it again this often [300]",
-    )  # fmt: skip
-    add_running_options(command, lease_name="pod-tailor-reports", duty="writes")
-    command.set_defaults(func=_main)
+    running_options(command, "include_enforce", "tick", "max_writes_per_second", "burst", "crd_check_seconds",
+                    lease_name="pod-tailor-reports", tick=5.0)
+    command.set_defaults(func=_main, configure=configure)
 
 
-def _main(args: argparse.Namespace) -> int:
+def _main(args: argparse.Namespace, settings: Settings) -> int:
     from webhook.controllers.controller_metrics import ReportMetrics  # where used: the Kubernetes client
     from webhook.controllers.reports import ReportsController
 
-    running = start(args)
-    if running is None:
-        return 1
+    running = start(args, settings)
     state, metrics = running.state, ReportMetrics()
     controller = ReportsController(
         running.api, cluster=lambda: state.cluster, profiles=lambda: state.profiles,

@@ -16,9 +16,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from webhook.commands.parser import typed
-from webhook.commands.running import add_running_options, start
-from webhook.config import values
+from webhook.commands.running import configure, running_options, start
+from webhook.config.settings import Settings
 from webhook.refreshers.state import State
 
 if TYPE_CHECKING:  # the controllers are imported where they run: the Kubernetes client, 0.4 s of a start
@@ -37,28 +36,17 @@ def register(subparsers: Any) -> None:
         "back once Ready, and resizes running Pods of enforce-mode namespaces whose policy sets "
         "inPlace.enabled toward what admission would set now (pods/resize, never the workload).",
     )
-    command.add_argument(
-        "--tick", type=typed(values.seconds), default=1.0, help="seconds between passes over the Pods [1]"
-    )
-    command.add_argument(
-        "--max-resizes-per-minute", type=typed(values.count), default=30,
-        help="in-place right-sizing, cluster-wide [30]",
-    )  # fmt: skip
-    command.add_argument(
-        "--dry-run", action="store_true", help="print what would be resized, once, and change nothing"
-    )
-    add_running_options(command, lease_name="pod-tailor-boost-controller", duty="resizes")
-    command.set_defaults(func=_main)
+    running_options(command, "tick", "max_resizes_per_minute", "dry_run",
+                    lease_name="pod-tailor-boost-controller", tick=1.0)
+    command.set_defaults(func=_main, configure=configure)
 
 
-def _main(args: argparse.Namespace) -> int:
+def _main(args: argparse.Namespace, settings: Settings) -> int:
     from webhook.controllers.boost import BoostController
     from webhook.controllers.controller_metrics import ResizeMetrics
     from webhook.controllers.rightsize import RightsizeController
 
-    running = start(args)
-    if running is None:
-        return 1
+    running = start(args, settings)
     state, metrics = running.state, ResizeMetrics()
     rightsize = RightsizeController(
         running.api, cluster=lambda: state.cluster, profiles=lambda: state.profiles,

@@ -9,25 +9,26 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import signal
-import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from webhook.commands.failures import quiet_http_clients
-from webhook.commands.options import add_policy_options, add_store_options
-from webhook.commands.parser import group, typed
-from webhook.config import values
+from webhook.commands.failures import UNREACHABLE
+from webhook.commands.logs import json_logs
+from webhook.commands.options import DAEMON, POLICY, STORE, cluster_found, store_from
+from webhook.commands.parser import exits, take
+from webhook.config.policies import load_policy_file
 from webhook.config.settings import Settings
 from webhook.refreshers.state import State
 
 if TYPE_CHECKING:
     from webhook.refreshers.cluster import ClusterRefresher
 
-__all__ = ["Running", "add_running_options", "start"]
+__all__ = ["RUNNING", "Running", "configure", "running_options", "start"]
+
+RUNNING = (*STORE, *POLICY, *DAEMON)
 
 
 class _Metrics(Protocol):
@@ -36,24 +37,21 @@ class _Metrics(Protocol):
     def serve(self, port: int, host: str = ...) -> tuple[Any, Any]: ...
 
 
-def add_running_options(command: argparse.ArgumentParser, *, lease_name: str, duty: str) -> None:
-    """The profile store, the policy, `--metrics-port` and leader election (`--lease-name` defaults to
-    `lease_name`; `duty` says what only the leader does: "writes", "resizes")."""
-    add_store_options(command)
-    add_policy_options(command)
-    served = group(command, "server")
-    served.add_argument(
-        "--metrics-port", type=typed(values.port_or_off), default=0,
-        help="serve /metrics over HTTP on this port [0: not at all]",
-    )  # fmt: skip
-    served.add_argument("--metrics-host", default="0.0.0.0", help="address for --metrics-port [0.0.0.0]")
-    election = group(command, "leader election", f"several replicas, one {duty}")
-    election.add_argument(
-        "--leader-elect", action=argparse.BooleanOptionalAction, default=False,
-        help=f"{duty.removesuffix('s')} only while holding a coordination.k8s.io Lease [off]",
-    )  # fmt: skip
-    election.add_argument("--lease-name", default=lease_name, help=f"[{lease_name}]")
-    election.add_argument("--lease-namespace", default="pod-tailor", help="[pod-tailor]")
+def running_options(command: argparse.ArgumentParser, *names: str, lease_name: str, tick: float) -> None:
+    """The verb's own options `names`, then the profile store, the policy, metrics, logs and leader
+    election (`--lease-name` defaults to `lease_name`, `--tick` to `tick`)."""
+    take(command, *names, *RUNNING, defaults={"lease_name": lease_name, "tick": tick})
+    exits(command, {UNREACHABLE: "no Kubernetes API to read"})
+
+
+def configure(args: argparse.Namespace) -> Settings:
+    """The policy file parsed, the store opened and the cluster's configuration found: a controller
+    needs the API server, so without one it stops here (exit 3)."""
+    if args.policy_file:
+        load_policy_file(args.policy_file)
+    store_from(args)
+    cluster_found(args, why=f"pod-tailor {args.command} works on the cluster's Pods")
+    return _settings(args)
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -97,8 +95,9 @@ class Running:
         args, elector = self.args, None
         if args.leader_elect:
             started, stopped = followers(self.leading, metrics.leader)
-            elector = LeaderElector(self.api, LeaseConfig(args.lease_namespace, args.lease_name, identity()),
-                                    on_started=started, on_stopped=stopped)  # fmt: skip
+            namespace = args.lease_namespace or args.pod_tailor_namespace
+            lease = LeaseConfig(namespace, args.lease_name, identity())
+            elector = LeaderElector(self.api, lease, on_started=started, on_stopped=stopped)
             elector.start()
         else:
             metrics.leader.set(1)
@@ -123,19 +122,14 @@ class Running:
         self.cluster.stop()
 
 
-def start(args: argparse.Namespace) -> Running | None:
-    """Logging, the API client and the refreshers of a controller verb; None (said on stderr) without
-    a Kubernetes API."""
+def start(args: argparse.Namespace, settings: Settings) -> Running:
+    """Logging (JSON lines, as `serve`), the API client and the refreshers of a controller verb."""
     from webhook.cluster.config import discover
     from webhook.refreshers.cluster import ClusterRefresher
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    quiet_http_clients()
-    settings = _settings(args)
+    json_logs(args.log_level)
     found = discover(kubeconfig=args.kubeconfig)
-    if found.config is None:
-        print(f"pod-tailor {args.command}: no Kubernetes API: {found.reason}", file=sys.stderr)
-        return None
+    assert found.config is not None  # `configure` checked
     state = State()
     state.pending.add("profiles")
     cluster = ClusterRefresher(settings)

@@ -19,6 +19,9 @@ from webhook.profiles.queries import duration as _prometheus_duration
 __all__ = [
     "Rule",
     "at_least",
+    "auto_or_duration",
+    "boolean",
+    "choice",
     "count",
     "duration",
     "number_between",
@@ -28,6 +31,7 @@ __all__ = [
     "seconds",
     "seconds_or_zero",
     "typed",
+    "whole_between",
 ]
 
 Rule = Callable[[str], object]
@@ -85,6 +89,31 @@ def duration(text: str) -> str:
     return text.strip()
 
 
+def auto_or_duration(text: str) -> str:
+    """`auto` (the data's own interval decides) or a duration."""
+    return "auto" if text.strip() == "auto" else duration(text)
+
+
+def boolean(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off"}:
+        return False
+    raise ValueError(f"{text!r}: use true or false")
+
+
+def choice(*names: str) -> Callable[[str], str]:
+    """One of `names`, as written."""
+
+    def rule(text: str) -> str:
+        if text not in names:
+            raise ValueError(f"{text!r}: use {', '.join(names[:-1])} or {names[-1]}")
+        return text
+
+    return rule
+
+
 def count(text: str) -> int:
     value = _integer(text)
     if value < 0:
@@ -97,6 +126,18 @@ def positive_count(text: str) -> int:
     if value < 1:
         raise ValueError(f"{value}: use a whole number, 1 or more")
     return value
+
+
+def whole_between(low: int, high: int) -> Callable[[str], int]:
+    """A whole number from `low` to `high`."""
+
+    def rule(text: str) -> int:
+        value = _integer(text)
+        if not low <= value <= high:
+            raise ValueError(f"{value}: use a whole number from {low} to {high}")
+        return value
+
+    return rule
 
 
 def at_least(low: float) -> Callable[[str], float]:

@@ -1,17 +1,22 @@
-"""Starting the server: initial state from settings, TLS context, uvicorn."""
+"""Starting the server: everything read and checked (`prepare`), then the TLS context under uvicorn.
+
+`prepare` is all of the start that can fail on what a person gave (the policy file, the certificate
+files); `pod-tailor --check-config serve` runs it alone. Its errors are one line each (`PolicyError`,
+`SettingsError`), said by the command before any log line.
+"""
 
 from __future__ import annotations
 
 import gc
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import uvicorn
 
 from webhook.admission import Engine
 from webhook.config.policies import bundled_policies, load_policy_file
-from webhook.config.settings import Settings
-from webhook.core.policy import PolicyError
+from webhook.config.settings import Settings, SettingsError
 from webhook.core.snapshot import ClusterSnapshot
 from webhook.refreshers.state import Refresher, State
 from webhook.server.app import create_app
@@ -22,7 +27,7 @@ from webhook.server.protocol import ConnectionGuard, guarded_protocol
 from webhook.server.tls import CertificateReloader
 from webhook.server.wiring import build_refreshers
 
-__all__ = ["build_server", "initial_state", "serve"]
+__all__ = ["Prepared", "build_server", "initial_state", "prepare", "serve"]
 
 log = logging.getLogger("pod_tailor.server")
 
@@ -77,26 +82,44 @@ def build_server(
     )
 
 
-def serve(settings: Settings) -> int:
-    configure_logging(settings.log_level)
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """What `serve` starts from: the settings, the first state, the certificates loaded."""
+
+    settings: Settings
+    state: State
+    tls: CertificateReloader
+
+
+def prepare(settings: Settings) -> Prepared:
+    """The policy file parsed and the certificate pair loaded; PolicyError or SettingsError (one line)
+    for what cannot be used. Nothing listens yet."""
     if settings.cert_file is None or settings.key_file is None:
-        log.error("serve needs --cert-file and --key-file (scripts/run generates development ones)")
-        return 2
+        raise SettingsError(
+            "serve needs --cert-file and --key-file (or POD_TAILOR_CERT_FILE and POD_TAILOR_KEY_FILE): "
+            "scripts/run makes development ones"
+        )
+    state = initial_state(settings)
     try:
-        state = initial_state(settings)
         tls = CertificateReloader(settings.cert_file, settings.key_file)
-    except PolicyError as exc:
-        log.error("invalid policy", extra={"error": str(exc)})
-        return 2
     except (OSError, ValueError) as exc:
-        log.error("cannot load the TLS certificate", extra={"error": str(exc)})
-        return 2
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise SettingsError(
+            f"--cert-file {settings.cert_file}, --key-file {settings.key_file}: cannot load the TLS "
+            f"certificate: {reason}"
+        ) from None
+    return Prepared(settings, state, tls)
+
+
+def serve(prepared: Prepared) -> int:
+    settings, state = prepared.settings, prepared.state
+    configure_logging(settings.log_level)
     log.info(
         "starting",
         extra={"host": settings.host, "port": settings.port, "default_mode": settings.default_mode.value,
                "policies": sorted(state.cluster.policies.policies)},
     )
-    server = build_server(settings, state, tls)
+    server = build_server(settings, state, prepared.tls)
     # Everything loaded so far (libraries, policies) lives as long as the process: keep it out of the
     # collector's reach, so garbage collection during requests only walks what requests allocate.
     gc.freeze()
