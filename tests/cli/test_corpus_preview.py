@@ -69,8 +69,9 @@ class PreviewedPod:
 
 
 def _documents(directory: Path) -> tuple[list[dict[str, Any]], int]:
-    """(the documents `kubectl apply -f DIR` would send, how many documents are not YAML), read with
-    PyYAML document by document (a template with `{{replicas}}` in it is not YAML)."""
+    """(the documents `kubectl apply -f DIR` would send, how many are left out: not YAML, or refused by
+    the API server), read with PyYAML document by document (a template with `{{replicas}}` in it is not
+    YAML; one with `containerPort: PORT` is refused)."""
     found: list[dict[str, Any]] = []
     unreadable = 0
     for path in sorted(p for p in directory.iterdir() if p.is_file() and p.suffix in MANIFEST_SUFFIXES):
@@ -80,8 +81,15 @@ def _documents(directory: Path) -> tuple[list[dict[str, Any]], int]:
             except yaml.YAMLError:
                 unreadable += 1
                 continue
-            if document is not None:
-                found.append(document)
+            if document is None:
+                continue
+            try:
+                if isinstance(document, dict):
+                    pod_source(json.loads(json.dumps(document, default=str)))
+            except SourceError:
+                unreadable += 1
+                continue
+            found.append(document)
     return json.loads(json.dumps(found, default=str)), unreadable
 
 

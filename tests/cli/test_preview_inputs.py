@@ -185,7 +185,7 @@ class TestEveryDocumentComesOutInOrder:
     ) -> None:
         code, out, err = run(capsys, "preview", "-f", str(tree), "-f", str(tree / "nope"))
         assert (code, out) == (2, "")
-        assert err == f"pod-tailor preview: {tree / 'nope'}: no such file\n"
+        assert err == f"pod-tailor preview: -f {tree / 'nope'}: no such file or directory\n"
 
     def test_every_previewed_workload_validates_strictly(
         self, capsys: pytest.CaptureFixture[str], tree: Path

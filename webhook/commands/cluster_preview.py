@@ -139,7 +139,7 @@ def _kubectl(given: str | None) -> str | None:
 
 def _configure(args: argparse.Namespace) -> str | None:
     """The files named exist and --kubectl runs (the kubectl found, None for none on PATH)."""
-    manifests_given(args.filename)
+    manifests_given(args.filename, recursive=args.recursive)
     return _kubectl(args.kubectl)
 
 

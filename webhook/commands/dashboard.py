@@ -65,7 +65,7 @@ class _Configured:
 def _configure(args: argparse.Namespace) -> _Configured:
     """Options and variables read, named files checked, the policy file parsed, the cluster's
     configuration found; nothing contacted."""
-    manifests_given(args.filename)
+    manifests_given(args.filename, recursive=args.recursive)
     policies = load_policy_file(args.policy_file) if args.policy_file else None
     if args.filename and policies is None:
         policies = bundled_policies()  # manifests have no cluster to hold a policy ConfigMap

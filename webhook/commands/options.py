@@ -15,6 +15,7 @@ from webhook.config.policies import load_policy_text
 from webhook.config.settings import PROMETHEUS_FIELDS, load_settings
 from webhook.core.policy import PolicyError
 from webhook.core.statistic import CpuStatistic
+from webhook.offline.inputs import manifest_paths
 from webhook.profiles.build import BuildSettings
 from webhook.profiles.checkpoint import default_checkpoint_path
 from webhook.profiles.connection import PrometheusConnection
@@ -54,11 +55,19 @@ SCOPE = ("filename", "recursive", "namespaces", "all_namespaces")
 DAEMON = ("metrics_port", "metrics_host", "log_level", "leader_elect", "lease_name", "lease_namespace")
 
 
-def manifests_given(paths: list[str]) -> None:
-    """A file or directory named with -f must exist: an error now, not a line among the results."""
+def manifests_given(paths: list[str], *, recursive: bool) -> None:
+    """Each file or directory named with -f exists and holds something to read: an error now, not a line
+    among the results (or an empty report). A directory whose manifests all sit in its subdirectories
+    says so and asks for -R."""
     for path in paths:
-        if path != "-" and not Path(path).exists():
+        if path == "-":
+            continue
+        if not Path(path).exists():
             raise InputError(f"-f {path}: no such file or directory")
+        if Path(path).is_dir() and not manifest_paths(path, recursive=recursive):
+            below = len(manifest_paths(path, recursive=True))
+            hint = f"; its subdirectories hold {below}: add -R to read them" if below else ""
+            raise InputError(f"-f {path}: no .yaml, .yml or .json file in it, so no file was read{hint}")
 
 
 def cluster_found(args: argparse.Namespace, *, why: str) -> None:

@@ -18,15 +18,15 @@ from typing import Any, NamedTuple, TextIO
 
 import jsonpatch
 
-from webhook.commands.failures import FINDINGS, USAGE, InputError
-from webhook.commands.options import stored_profiles
+from webhook.commands.failures import FINDINGS, InputError
+from webhook.commands.options import manifests_given, stored_profiles
 from webhook.commands.parser import exits, take
 from webhook.config.policies import bundled_policies, load_policy_file
 from webhook.core.namespace import Mode, label_problems
 from webhook.core.policy import PolicySet
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
 from webhook.offline.inputs import read_inputs
-from webhook.offline.preview import Preview, dump_yaml, notes, preview_inputs
+from webhook.offline.preview import Preview, Previewed, dump_yaml, notes, preview_inputs
 from webhook.offline.sources import SourceError
 from webhook.profiles.store import StoreError
 
@@ -42,7 +42,10 @@ def register(subparsers: Any) -> None:
     )
     take(parser, "filename", "recursive", "namespace", "namespace_label", "server_version", "diff", "patch",
          "policy_file", "profiles_path", required={"filename"}, exclusive={"diff", "patch"})
-    exits(parser, {FINDINGS: "a document could not be used: named on stderr and left out, the rest printed"})
+    exits(parser, {
+        FINDINGS: "a file or document could not be used (not text, not YAML, refused by the API server): "
+        "named on stderr and left out, the rest printed",
+    })  # fmt: skip
     parser.set_defaults(func=_main, configure=_configure)
 
 
@@ -67,8 +70,14 @@ def _version(text: str | None) -> tuple[int, int] | None:
     return int(major), int(minor)
 
 
+def _label(found: Previewed, *, several: bool) -> str:
+    """`Kind/name`, after its file when the preview read several."""
+    return f"{found.source.origin}: {found.source.label}" if several else found.source.label
+
+
 def _report(preview: Preview, *, args: argparse.Namespace, out: TextIO) -> None:
     results = preview.results
+    several = len({found.source.origin for found in results}) > 1
     if args.patch:
         for found in results:
             if found.mode is not Mode.ENFORCE:  # dry-run and off patch nothing; the notes say what it would
@@ -77,15 +86,18 @@ def _report(preview: Preview, *, args: argparse.Namespace, out: TextIO) -> None:
                 ops = list(found.decision.ops)
             else:  # from the file as written: with what the API server sets, it applies to the file
                 ops = jsonpatch.make_patch(found.source.document, found.document).patch
-            out.write(json.dumps(ops) + "\n")
+            if len(results) > 1:  # one JSON object per line, each saying whose patch it is
+                source = found.source
+                out.write(json.dumps({"file": source.origin, "workload": source.label, "patch": ops}) + "\n")
+            else:  # the array alone, as the server sends it
+                out.write(json.dumps(ops) + "\n")
         return
     if args.diff:
-        several = len({found.source.origin for found in results}) > 1
         for found in results:
             before = dump_yaml(found.created).splitlines(True)
             after = dump_yaml(found.document).splitlines(True)
             where = "as written" if found.created is found.source.document else "as the API server creates it"
-            label = f"{found.source.origin}: {found.source.label}" if several else found.source.label
+            label = _label(found, several=several)
             out.writelines(difflib.unified_diff(before, after, f"{label} ({where})", f"{label} (tailored)"))
         return
     out.write("---\n".join(dump_yaml(document) for document in preview.documents))
@@ -101,6 +113,7 @@ class _Configured(NamedTuple):
 
 def _configure(args: argparse.Namespace) -> _Configured:
     """Options, the policy file and the profile store read (--check-config stops here)."""
+    manifests_given(args.filename, recursive=args.recursive)
     policies = load_policy_file(args.policy_file) if args.policy_file else bundled_policies()
     labels = _labels(args.namespace_label)
     warnings = label_problems(labels, policies=policies.policies)
@@ -133,13 +146,14 @@ def _main(args: argparse.Namespace, configured: _Configured) -> int:
             labels=configured.labels or None, problems=problems,
         )
     except SourceError:
-        if problems:  # nothing left to preview: the unreadable documents are the whole story
+        if problems:  # nothing left to preview: the documents left out are the whole story
             for problem in problems:
-                print(f"pod-tailor preview: {problem}", file=sys.stderr)
-            return USAGE
+                print(f"pod-tailor preview: {problem} (this document is left out)", file=sys.stderr)
+            return FINDINGS
         raise
+    several = len({found.source.origin for found in preview.results}) > 1
     for found in preview.results:
-        for line in notes(found.source, found.decision, found.mode):
+        for line in notes(found.source, found.decision, found.mode, label=_label(found, several=several)):
             print(line, file=sys.stderr)
     _report(preview, args=args, out=sys.stdout)
     for problem in problems:

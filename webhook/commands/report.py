@@ -102,7 +102,7 @@ def _configure(args: argparse.Namespace) -> _Configured:
     """Options, files, the profile store and the cluster's configuration checked."""
     if args.output not in FORMATS:
         raise InputError(f"--output {args.output}: use one of {', '.join(FORMATS)}")
-    manifests_given(args.filename)
+    manifests_given(args.filename, recursive=args.recursive)
     policies = load_policy_file(args.policy_file) if args.policy_file else None
     if not args.filename:
         cluster_found(args, why="pass --kubeconfig FILE, or -f DIR to report on manifests")

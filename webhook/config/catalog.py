@@ -52,8 +52,8 @@ _INPUT = (
 
 _OUTPUT = (
     argument("diff", "output", "print a unified diff instead of the objects", False, kind="flag"),
-    argument("patch", "output", "print the JSON Patch instead of the objects: one array per workload, "
-             "after a `# FILE: Kind/name` line when several were read", False, kind="flag"),
+    argument("patch", "output", "print the JSON Patch instead of the objects: the array for one workload; "
+             "for several, one JSON object per line with its file, workload and patch", False, kind="flag"),
     argument("output", "output", "the format: report: table, wide, json, yaml, csv or html; profiles show: "
              "table, json or yaml", "table", flags=("-o", "--output")),
     argument("output_file", "output", "write the report here instead of stdout", metavar="FILE"),

@@ -82,8 +82,22 @@ def _metadata_problem(metadata: object) -> str | None:
     return None
 
 
+def _port_problem(ports: object) -> str | None:
+    """What the API server would refuse in a container's `ports`: a containerPort that is no port number
+    (the engine would pass such a port over, and the Pod get no probe, without a word)."""
+    if not isinstance(ports, list):
+        return "ports is not a list"
+    for port in ports:
+        number = port.get("containerPort") if isinstance(port, dict) else port
+        if isinstance(number, bool) or not isinstance(number, int) or not 0 < number < 65536:
+            return f"ports[].containerPort {number!r} is not a port number (1 to 65535)"
+    return None
+
+
 def malformed(pod: object) -> str | None:
-    """Why this object cannot be treated as a Pod, or None. Checked before any rule runs."""
+    """Why this object cannot be treated as a Pod, or None: what the API server would refuse, of what
+    the engine reads. Checked before any rule runs, by the server and by every verb that reads manifests
+    (`webhook.offline.sources`)."""
     if not isinstance(pod, dict):
         return "object is not a JSON object"
     problem = _metadata_problem(pod.get("metadata", {}))
@@ -104,8 +118,9 @@ def malformed(pod: object) -> str | None:
             for key in ("resources", "lifecycle", "readinessProbe", "livenessProbe", "startupProbe"):
                 if item.get(key) is not None and not isinstance(item[key], dict):
                     return f"spec.{group}[].{key} is not an object"
-            if not isinstance(item.get("ports", []) or [], list):
-                return f"spec.{group}[].ports is not a list"
+            problem = _port_problem(item.get("ports") or [])
+            if problem is not None:
+                return f"spec.{group}[].{problem}"
     if not spec.get("containers"):
         return "spec.containers is empty"
     return None

@@ -119,7 +119,8 @@ def preview_inputs(
     `labels`, when given, are the labels of whichever namespace the objects land in. HPAs, VPAs,
     Services, Ingresses and routes in any of `inputs` count as if they were in the cluster, so a
     Service in one file decides the traffic path of a Deployment in another. A document that cannot
-    be read or used is one line in `problems` and left out; SourceError when no Pod is left.
+    be read or used is one line in `problems` and left out; SourceError when there was no Pod to
+    begin with.
     """
     before = len(problems)
     documents = [doc for given in inputs for doc in input_documents(given.text, origin=given.origin,
@@ -130,6 +131,8 @@ def preview_inputs(
         raise SourceError(f"{where}: no objects in input")
     by_object = object_sources(documents, namespace=namespace, problems=problems)
     sources = [source for obj in objects if (source := by_object.get(id(obj)))]
+    if not sources and len(problems) > before:  # every workload left out: the rest still comes out
+        return Preview([], _reassembled(documents, by_object, {}))
     if not sources:
         raise SourceError(nothing_to_preview([obj for obj in objects if id(obj) in by_object]))
     cluster = with_manifest_facts(cluster, objects, namespace=namespace)
@@ -193,15 +196,17 @@ def dump_yaml(document: dict[str, Any]) -> str:
     return yaml.dump(document, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=10_000)
 
 
-def notes(source: PodSource, decision: Decision, mode: Mode) -> list[str]:
-    """The warnings kubectl would print for this Pod (the server's own wording), then a note."""
+def notes(source: PodSource, decision: Decision, mode: Mode, *, label: str | None = None) -> list[str]:
+    """The warnings kubectl would print for this Pod (the server's own wording), then a note; each
+    headed by `label` (`Kind/name`, or `FILE: Kind/name` when several files were read)."""
+    label = label or source.label
     shown = verdict(NamespaceSettings(mode, decision.policy), decision)
-    lines = [f"# {source.label}:"] if shown.warnings else []
+    lines = [f"# {label}:"] if shown.warnings else []
     lines += [f"Warning: {warning}" for warning in shown.warnings]
     if mode is Mode.OFF:
-        lines.append(f"# {source.label}: pod-tailor is off in this namespace; nothing would change")
+        lines.append(f"# {label}: pod-tailor is off in this namespace; nothing would change")
     elif decision.skipped:
-        lines.append(f"# {source.label}: left alone: {decision.skipped}")
+        lines.append(f"# {label}: left alone: {decision.skipped}")
     elif mode is Mode.ENFORCE and not decision.ops:
-        lines.append(f"# {source.label}: nothing to add")
+        lines.append(f"# {label}: nothing to add")
     return lines

@@ -1,7 +1,10 @@
 """Finding Pods in what people hand the preview: Pods, workload manifests, or an AdmissionReview.
 
 Each `PodSource` knows where its pod-shaped object sits inside the document (a JSON Pointer prefix),
-so the engine's patch can be applied to, or shown against, the document itself.
+so the engine's patch can be applied to, or shown against, the document itself. A manifest the API
+server would refuse (no containers, a containerPort that is no number, negative replicas) is a
+SourceError naming what is wrong, for `preview`, `report` and the dashboard alike: the Pod is judged by
+the server's own check (`webhook.core.pod.malformed`), the workload's counts here.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.config.yamltext import yaml_documents
+from webhook.core.pod import malformed
 from webhook.core.workload import WorkloadKey, pod_workload
 
 __all__ = [
@@ -40,6 +44,17 @@ TEMPLATE_PATHS: Mapping[str, tuple[str, ...]] = {
     "CronJob": ("spec", "jobTemplate", "spec", "template"),
     "Rollout": ("spec", "template"),  # Argo Rollouts (argoproj.io/v1alpha1)
 }
+
+# The counts of a workload the API server refuses below 0, by kind.
+_REPLICAS = (("spec", "replicas"),)
+_RUNS = (("spec", "parallelism"), ("spec", "completions"))
+_SCALED = ("Deployment", "StatefulSet", "ReplicaSet", "ReplicationController", "Rollout")
+COUNTS: Mapping[str, tuple[tuple[str, ...], ...]] = {
+    **dict.fromkeys(_SCALED, _REPLICAS),
+    "Job": _RUNS,
+    "CronJob": tuple(("spec", "jobTemplate", *path) for path in _RUNS),
+}
+REFUSED = "the API server would refuse it"
 
 
 class SourceError(ValueError):
@@ -171,9 +186,17 @@ def nothing_to_preview(documents: list[dict[str, Any]]) -> str:
     return f"no Pod or pod template found (unsupported kind: {kinds})"
 
 
+def _count_problem(document: Mapping[str, Any], kind: str) -> str | None:
+    for path in COUNTS.get(kind, ()):
+        value = _dig(document, path)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            return f"{'.'.join(path)} {value!r} is not a whole number, 0 or more"
+    return None
+
+
 def pod_source(document: dict[str, Any], *, namespace: str | None = None) -> PodSource | None:
     """The Pod or pod template in `document`, None for a kind without one (a Service); SourceError for
-    a workload whose template is missing."""
+    a workload whose template is missing, or for what the API server would refuse."""
     kind = document.get("kind")
     meta: Mapping[str, Any] = document["metadata"] if isinstance(document.get("metadata"), Mapping) else {}
     name = str(meta.get("name") or meta.get("generateName") or "unnamed")
@@ -183,6 +206,10 @@ def pod_source(document: dict[str, Any], *, namespace: str | None = None) -> Pod
         if not isinstance(request, Mapping) or not isinstance(request.get("object"), dict):
             raise SourceError("AdmissionReview without request.object")
         pod = request["object"]
+        problem = malformed(pod)
+        if problem is not None:
+            raise SourceError(f"AdmissionReview: request.object is not a usable Pod: {problem} (the server "
+                              "answers 400)")
         ns = namespace or str(
             request.get("namespace") or (pod.get("metadata") or {}).get("namespace") or "default"
         )
@@ -190,11 +217,20 @@ def pod_source(document: dict[str, Any], *, namespace: str | None = None) -> Pod
     if kind == "Pod":
         if not isinstance(document.get("spec"), Mapping):
             raise SourceError(f"Pod {name} has no spec")
+        problem = malformed(document)
+        if problem is not None:
+            raise SourceError(f"Pod {name}: {problem}: {REFUSED}")
         return PodSource(document, (), document, ns, WorkloadKey(ns, "Pod", name.rstrip("-")))
     if kind in TEMPLATE_PATHS:
         path = TEMPLATE_PATHS[str(kind)]
         template = _dig(document, path)
         if not isinstance(template, dict) or not isinstance(template.get("spec"), Mapping):
             raise SourceError(f"{kind} {name} has no pod template at {'.'.join(path)}")
+        problem = _count_problem(document, str(kind))
+        if problem is None:
+            found = malformed({**template, "metadata": template.get("metadata") or {}})
+            problem = found and f"{'.'.join(path)}: {found}"
+        if problem is not None:
+            raise SourceError(f"{kind} {name}: {problem}: {REFUSED}")
         return PodSource(document, path, template, ns, WorkloadKey(ns, str(kind), name))
     return None
