@@ -181,7 +181,10 @@ class TestControllerPod:
         ]
 
     def test_a_bare_pod_is_sent_as_written_without_server_fields(self) -> None:
-        pod_yaml = "kind: Pod\nmetadata: {name: p, uid: u, resourceVersion: '1'}\nspec: {containers: []}\n"
+        pod_yaml = (
+            "kind: Pod\nmetadata: {name: p, uid: u, resourceVersion: '1'}\n"
+            "spec: {containers: [{name: a}]}\n"
+        )
         (source,) = pod_sources(load_documents(pod_yaml))
         pod = controller_pod(source, namespace="shop")
         assert pod["metadata"] == {"name": "p", "namespace": "shop"}
@@ -288,7 +291,7 @@ def test_without_cluster_access_the_offline_preview_reads_the_same_input(
     else:
         result = plugin("-f", "-", kubeconfig=kubeconfig, stdin=STATEFULSET_IN_A_LIST)
         shown = ["+++ StatefulSet/store (tailored)"]
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 3, result.stderr  # the cluster was not asked
     assert "showing the OFFLINE preview instead" in result.stdout.splitlines()[0]
     assert [line for line in result.stdout.splitlines() if line.startswith("+++ ")] == shown
 
@@ -300,7 +303,7 @@ def test_without_cluster_access_it_says_so_and_runs_the_offline_preview(tmp_path
     manifest = tmp_path / "deploy.yaml"
     manifest.write_text(DEPLOYMENT)
     result = plugin("-f", str(manifest), kubeconfig=kubeconfig)
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 3, result.stderr  # the cluster was not asked
     first = result.stdout.splitlines()[0]
     assert first.startswith("pod-tailor: no cluster access (dial tcp 127.0.0.1:")
     assert first.endswith("showing the OFFLINE preview instead")

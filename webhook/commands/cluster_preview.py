@@ -8,8 +8,9 @@ the cluster's whole admission chain with `kubectl create --dry-run=server -o jso
 between the two answers is exactly what pod-tailor injected, whatever else LimitRanger, other webhooks
 and defaulting did; the warnings kubectl prints are pod-tailor's dry-run explanations. Documents
 without Pods (Services, ConfigMaps) have nothing to show, as in `pod-tailor preview --diff`. Without
-cluster access it says so and runs the offline `pod-tailor preview --diff` on the same input (same
-engine, bundled policy, no LimitRanges or namespace labels).
+cluster access (or without kubectl) it says so, runs the offline `pod-tailor preview --diff` on the same
+input (same engine, bundled policy, no LimitRanges or namespace labels) and exits 3. A --kubectl,
+--kubeconfig or --context that cannot be used is an error (exit 2), never a reason to fall back.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import re
 import shutil
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 from webhook.commands.failures import FINDINGS, UNREACHABLE, InputError
@@ -48,6 +50,8 @@ def _short(error: str) -> str:
 
 
 def _offline(args: argparse.Namespace, reason: str, inputs: Sequence[Input], out: TextIO) -> int:
+    """The offline preview of the same input, after saying why: exit 3 (the cluster was not asked),
+    or the offline preview's own code when it failed."""
     from webhook.commands import main as cli_main
 
     print(f"pod-tailor: no cluster access ({_short(reason)}); showing the OFFLINE preview instead", file=out)
@@ -63,7 +67,8 @@ def _offline(args: argparse.Namespace, reason: str, inputs: Sequence[Input], out
     read = [given.text for given in inputs if given.origin == "-"]
     if read:  # stdin was read already: the offline preview reads the same text again
         sys.stdin = io.StringIO(read[0])
-    return cli_main(argv)
+    code = cli_main(argv)
+    return UNREACHABLE if code == 0 else code
 
 
 def _sources(args: argparse.Namespace, inputs: Sequence[Input], problems: list[str]) -> list[PodSource]:
@@ -102,6 +107,8 @@ def run(args: argparse.Namespace, kubectl: str | None, out: TextIO = sys.stdout)
         skipped = copy.deepcopy(pod)
         skipped["metadata"].setdefault("labels", {})[SKIP_LABEL] = "true"
         baseline = dry_run_create(skipped, kubectl=kubectl, extra=extra)
+        if baseline.bad_config:
+            raise InputError(f"kubectl: {_short(baseline.error).removeprefix('error: ')}")
         if baseline.no_cluster:
             return _offline(args, baseline.error, inputs, out)
         admitted = dry_run_create(pod, kubectl=kubectl, extra=extra)
@@ -138,8 +145,11 @@ def _kubectl(given: str | None) -> str | None:
 
 
 def _configure(args: argparse.Namespace) -> str | None:
-    """The files named exist and --kubectl runs (the kubectl found, None for none on PATH)."""
+    """The files named exist, --kubeconfig is a file and --kubectl runs (the kubectl found, None for none
+    on PATH)."""
     manifests_given(args.filename, recursive=args.recursive)
+    if args.kubeconfig and not Path(args.kubeconfig).is_file():
+        raise InputError(f"--kubeconfig {args.kubeconfig}: no such file")
     return _kubectl(args.kubectl)
 
 
@@ -154,6 +164,6 @@ def register(subparsers: Any) -> None:
          required={"filename"})
     exits(parser, {
         FINDINGS: "a document could not be used, or the cluster refused a Pod (each named)",
-        UNREACHABLE: "kubectl could not use the cluster it was given (--context, --kubeconfig)",
+        UNREACHABLE: "no cluster could be reached, or no kubectl found: the offline preview was shown",
     })  # fmt: skip
     parser.set_defaults(func=run, configure=_configure)

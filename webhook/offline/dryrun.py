@@ -39,6 +39,8 @@ _NO_CLUSTER = (
     "the server doesn't have a resource type",
     "invalid configuration",
 )
+# What kubectl says when the context or kubeconfig it was given cannot be used: nothing was asked.
+_BAD_CONFIG = ("context \"", "error loading config file", "no such file or directory", "unknown flag")
 _HASH_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # Kubernetes' rand.SafeEncodeString alphabet
 
 
@@ -130,7 +132,8 @@ class DryRun:
     pod: dict[str, Any] | None
     warnings: tuple[str, ...]
     error: str
-    no_cluster: bool
+    no_cluster: bool  # kubectl reached no cluster
+    bad_config: bool = False  # kubectl could not use the context or kubeconfig it was given
 
 
 def dry_run_create(pod: dict[str, Any], *, kubectl: str, extra: Sequence[str] = ()) -> DryRun:
@@ -149,6 +152,8 @@ def dry_run_create(pod: dict[str, Any], *, kubectl: str, extra: Sequence[str] = 
     warnings = tuple(line.removeprefix("Warning: ") for line in lines if line.startswith("Warning: "))
     error = "\n".join(line for line in lines if not line.startswith("Warning: ")).strip()
     if result.returncode != 0:
+        if any(s in error.lower() for s in _BAD_CONFIG):
+            return DryRun(False, None, warnings, error, False, bad_config=True)
         return DryRun(False, None, warnings, error, any(s in error.lower() for s in _NO_CLUSTER))
     return DryRun(True, json.loads(result.stdout), warnings, error, False)
 
