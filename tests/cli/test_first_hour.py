@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from webhook.commands import build_parser, main
+from webhook.commands import build_parser, main, unknown_variables
 from webhook.commands.parser import GROUPS
 from webhook.profiles.store import FileStore, ProfileDocument
 
@@ -341,6 +341,33 @@ class TestOneNamePerConcept:
                 seen.setdefault(option, set()).add(title)
         spread = {option: titles for option, titles in seen.items() if len(titles) > 1}
         assert spread == {}
+
+    @pytest.mark.parametrize(
+        ("variables", "named"),
+        [
+            ({"POD_TAILOR_PROFILES_PATH": "p"},
+             ["POD_TAILOR_PROFILES_PATH (did you mean POD_TAILOR_PROFILES?)"]),
+            ({"POD_TAILOR_PROFILE": "p", "POD_TAILOR_PORTS": "1"},
+             ["POD_TAILOR_PORTS (did you mean POD_TAILOR_PORT?)",
+              "POD_TAILOR_PROFILE (did you mean POD_TAILOR_PROFILES?)"]),
+            ({"POD_TAILOR_PROFILES": "p", "POD_TAILOR_VENV": "v", "POD_TAILOR_CORPUS": "c"}, []),
+        ],
+    )
+    def test_a_variable_that_is_a_near_miss_of_a_setting_is_named(
+        self, variables: dict[str, str], named: list[str]
+    ) -> None:
+        said = unknown_variables({**variables, "HOME": "/h"})
+        assert [line.removeprefix("warning: ").replace(" is read by no verb", "").removesuffix(": ignored")
+                for line in said] == named  # fmt: skip
+
+    def test_every_verb_sets_its_start_up_for_check_config_and_its_run(self) -> None:
+        for verb in VERBS:
+            parser = build_parser()
+            for name in verb:
+                (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+                parser = sub.choices[name]
+            assert callable(parser.get_default("configure")), verb
+            assert callable(parser.get_default("func")), verb
 
     @pytest.mark.parametrize(
         "argv",

@@ -107,13 +107,18 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def unknown_variables(env: Mapping[str, str]) -> list[str]:
-    """A warning for each `POD_TAILOR_*` variable that is a near miss of one pod-tailor reads."""
-    known = [option.variable for option in CATALOG.values() if option.variable]
+    """A warning for each `POD_TAILOR_*` variable that is a near miss of one pod-tailor reads: a name
+    spelled almost alike (PORTS), or one with a word more (PROFILES_PATH). The scripts' and tests' own
+    variables (POD_TAILOR_VENV, POD_TAILOR_CORPUS) are no near miss of any."""
+    known = {option.variable.removeprefix(ENV_PREFIX) for option in CATALOG.values() if option.variable}
     said = []
     for name in sorted(env):
-        if name.startswith(ENV_PREFIX) and name not in known:
-            for close in difflib.get_close_matches(name, known, n=1, cutoff=0.8):
-                said.append(f"warning: {name} is read by no verb (did you mean {close}?): ignored")
+        given = name.removeprefix(ENV_PREFIX)
+        if not name.startswith(ENV_PREFIX) or given in known:
+            continue
+        longer = sorted((word for word in known if given.startswith(word + "_")), key=len, reverse=True)
+        for close in longer[:1] or difflib.get_close_matches(given, known, n=1, cutoff=0.8):
+            said.append(f"warning: {name} is read by no verb (did you mean {ENV_PREFIX}{close}?): ignored")
     return said
 
 
