@@ -22,8 +22,8 @@ from attackkit import Client, Server, serving
 from kubefake import FakeKube
 
 from tests.reviews import review_for
-from webhook.core.profile import Evidence, Recommendation
-from webhook.core.workload import WorkloadKey
+from webhook.core.model.profile import Evidence, Recommendation
+from webhook.core.model.workload import WorkloadKey
 from webhook.profiles.store import ProfileDocument, WorkloadEntry, encode_document
 
 __all__ = ["badstate"]

@@ -52,11 +52,11 @@ from webhook.cluster.resources import daemonset_essentials, node_essentials, quo
 from webhook.cluster.snapshot import ParseCache, build_snapshot  # noqa: E402
 from webhook.config.policies import bundled_policies, load_policy_text  # noqa: E402
 from webhook.config.settings import Settings  # noqa: E402
-from webhook.core.nodefit import allows, placement  # noqa: E402
-from webhook.core.nodefree import pod_limits, pod_requests  # noqa: E402
-from webhook.core.profile import Evidence, Recommendation  # noqa: E402
+from webhook.core.fit.nodefree import pod_limits, pod_requests  # noqa: E402
+from webhook.core.fit.placement import allows, placement  # noqa: E402
+from webhook.core.model.profile import Evidence, Recommendation  # noqa: E402
+from webhook.core.model.workload import WorkloadKey  # noqa: E402
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot  # noqa: E402
-from webhook.core.workload import WorkloadKey  # noqa: E402
 
 Obj = dict[str, Any]
 GiB = 2**30

@@ -6,7 +6,7 @@ profile). Profiles are rebuilt every night from the last 14 days (p95 cpu, peak 
 Three ways of sizing are replayed hour by hour:
 
 - admission only: a Pod keeps the requests it was born with until the next rollout;
-- admission + in-place: the same, plus `webhook.core.rightsize.plan_resize` every 4 hours on every
+- admission + in-place: the same, plus `webhook.core.resize.plan.plan_resize` every 4 hours on every
   running Pod (the controller's own decision, with its record, step limit, minChange, memory rule and
   the per-workload cap), the resize applied by the kubelet at once;
 - an oracle that knows the next 24 hours (p95 cpu, peak memory of what is coming).
@@ -35,12 +35,12 @@ import jsonpatch
 from webhook.config.policies import load_policy_text
 from webhook.core.engine import tailor
 from webhook.core.facts import ClusterFacts
-from webhook.core.profile import Evidence, Recommendation
-from webhook.core.qos import qos_class
-from webhook.core.quantity import parse
-from webhook.core.resizemark import RESIZED_ANNOTATION, Entry, history_text, read_history, stamp
-from webhook.core.rightsize import Around, plan_resize
-from webhook.core.workload import WorkloadKey
+from webhook.core.model.profile import Evidence, Recommendation
+from webhook.core.model.qos import qos_class
+from webhook.core.model.quantity import parse
+from webhook.core.model.workload import WorkloadKey
+from webhook.core.resize.history import RESIZED_ANNOTATION, Entry, history_text, read_history, stamp
+from webhook.core.resize.plan import Around, plan_resize
 
 MIB, GIB, HOUR, DAY = 2**20, 2**30, 3600.0, 86400.0
 START = 1_790_000_000.0 - 1_790_000_000.0 % DAY  # a midnight, UTC

@@ -12,9 +12,9 @@ with its diff. Survivors known to be equivalent (no input can tell them from the
 `EQUIVALENT` with the reason, matched by module and changed lines, and are counted apart.
 
     .venv/bin/python bench/mutation.py                                  # webhook/core and webhook/admission
-    .venv/bin/python bench/mutation.py --only 'webhook/core/qos.py' --only 'webhook/admission/*'
-    .venv/bin/python bench/mutation.py --only 'webhook/core/qos.py' --again   # survivors only, new tests
-    .venv/bin/python bench/mutation.py --only webhook/core/qos.py --tests tests/engine --max-examples 20
+    .venv/bin/python bench/mutation.py --only 'webhook/core/model/qos.py' --only 'webhook/admission/*'
+    .venv/bin/python bench/mutation.py --only 'webhook/core/model/qos.py' --again  # survivors only, new tests
+    .venv/bin/python bench/mutation.py --only webhook/core/model/qos.py --tests tests/engine --max-examples 20
 
 On two shared cores the whole of `TESTS` is too slow to map (mutmut runs it twice before the first mutant,
 under its trampolines): `--tests` narrows the selection to the folders that exercise the module, and
@@ -49,7 +49,7 @@ TESTS = (
 )
 
 _PATCHCHECK = "webhook/admission/patchcheck.py"
-_RESOURCES = "webhook/core/resources.py"
+_RESOURCES = "webhook/core/sizing/resources.py"
 _STEPS = "# LimitRanger divides as floats: at exactly the ratio it may round over it"
 _APPLY = "jsonpatch.apply_patch(orjson.loads(orjson.dumps(pod)), list(ops), "
 _FORGET = "for path in [path for path in added if len(path) {} depth and path[:depth] == tokens]:"
@@ -57,9 +57,9 @@ _GET = "return node.get(token, {})"
 
 # (module, the mutant's changed lines as "-old" / "+new", stripped) -> why no input can tell it apart.
 EQUIVALENT: dict[tuple[str, tuple[str, ...]], str] = {
-    ("webhook/core/qos.py", ("-guaranteed = False", "+guaranteed = None")):
+    ("webhook/core/model/qos.py", ("-guaranteed = False", "+guaranteed = None")):
         "None and False are both false where `guaranteed` is read",
-    ("webhook/core/qos.py", ('-section, _, name = item.field.partition(".")',
+    ("webhook/core/model/qos.py", ('-section, _, name = item.field.partition(".")',
                              '+section, _, name = item.field.rpartition(".")')):
         "a field counted here (requests.cpu, limits.memory) has one dot; a dotted resource name"
         " (requests.example.com/gpu) is counted by neither",
@@ -126,13 +126,13 @@ EQUIVALENT: dict[tuple[str, tuple[str, ...]], str] = {
         "in practice only: LimitRanger's float division is off by at most one step for every memory limit"
         " it can judge (int64 milli-values) and for cpu below about 10^12 cores; a fourth step is never"
         " taken for a Pod any node could hold",
-    ("webhook/core/probes.py",
+    ("webhook/core/serving/probes.py",
      ("-return f\"{kind}Probe\", {handler: copy.deepcopy(dict(probe[handler]))}",
       "+return f\"{kind}Probe\", {handler: copy.copy(dict(probe[handler]))}")):
         "the reused handler goes into the patch, which is encoded and never changed in place: a shallow"
         " copy shares only nested values that nothing writes",
     **{
-        ("webhook/core/shutdown.py", ("-major, minor = facts.server_version or (0, 0)",
+        ("webhook/core/serving/shutdown.py", ("-major, minor = facts.server_version or (0, 0)",
                                       f"+major, minor = facts.server_version or {fallback}")):
             "read only when `supports_native_sleep()` is not None, i.e. the version is known: the fallback"
             " (for the type checker) is never used"
@@ -247,7 +247,7 @@ def results(python: Path, repo: Path) -> dict[str, str]:
 
 
 def module_of(mutant: str) -> str:
-    """`webhook.core.qos.x_f__mutmut_3` -> `webhook/core/qos.py`."""
+    """`webhook.core.model.qos.x_f__mutmut_3` -> `webhook/core/model/qos.py`."""
     dotted = mutant.split(".x", 1)[0] if ".x" in mutant else mutant.rsplit(".", 1)[0]
     return dotted.replace(".", "/") + ".py"
 

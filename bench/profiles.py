@@ -40,9 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests packag
 
 from promserver import PromServer
 
-from webhook.core.profile import Evidence, Recommendation
+from webhook.core.model.profile import Evidence, Recommendation
+from webhook.core.model.workload import WorkloadKey
 from webhook.core.snapshot import ProfileSnapshot
-from webhook.core.workload import WorkloadKey
 from webhook.profiles.store import FileStore, ProfileDocument, WorkloadEntry, load_snapshot
 
 DAY = 86_400

@@ -42,8 +42,8 @@ from tests.dashboard.demo import summary  # noqa: E402
 from tests.report.fleet import container, namespace, resources, workload  # noqa: E402
 from webhook.commands import main  # noqa: E402
 from webhook.commands.report import render  # noqa: E402
-from webhook.core.profile import Evidence, Recommendation  # noqa: E402
-from webhook.core.workload import WorkloadKey  # noqa: E402
+from webhook.core.model.profile import Evidence, Recommendation  # noqa: E402
+from webhook.core.model.workload import WorkloadKey  # noqa: E402
 from webhook.dashboard.app import create_dashboard  # noqa: E402
 from webhook.dashboard.fleet import FleetConfig, FleetKeeper, load_fleet  # noqa: E402
 from webhook.profiles.store import FileStore, ProfileDocument, WorkloadEntry  # noqa: E402

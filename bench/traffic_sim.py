@@ -7,8 +7,8 @@ accepting; the load balancer stops sending to it D seconds after the endpoint re
 couple of seconds; an ingress controller reloading upstreams: about 10 s; a cloud load balancer
 deregistering a target: tens of seconds). Every request it sends to a stopped Pod is dropped (a 502).
 
-The sized pause is what the engine's own `webhook.core.traffic.pause_for` gives for a path of that kind
-under the bundled policy, so the table moves when the policy or the rule does.
+The sized pause is what the engine's own `webhook.core.serving.traffic.pause_for` gives for a path of that
+kind under the bundled policy, so the table moves when the policy or the rule does.
 
     .venv/bin/python bench/traffic_sim.py [--rate 200] [--pods 10] [--scale-in 4]
 """
@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from webhook.config.policies import bundled_policies
-from webhook.core.routes import PathKind, Route, Service
-from webhook.core.traffic import TrafficPath, pause_for
+from webhook.core.model.routes import PathKind, Route, Service
+from webhook.core.serving.traffic import TrafficPath, pause_for
 
 POLICY = bundled_policies().policies["default"]
 

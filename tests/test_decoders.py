@@ -21,9 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from webhook.config.policies import bundled_policy_document, load_policy_text
-from webhook.core.policy import PolicyError
-from webhook.core.profile import Evidence, NoRecommendation, Recommendation
-from webhook.core.workload import WorkloadKey
+from webhook.core.model.profile import Evidence, NoRecommendation, Recommendation
+from webhook.core.model.workload import WorkloadKey
+from webhook.core.policy.policies import PolicyError
 from webhook.profiles.kubestore import MAX_DOCUMENT, decode_configmap
 from webhook.profiles.store import (
     ProfileDocument,

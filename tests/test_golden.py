@@ -39,8 +39,8 @@ from webhook.cluster.snapshot import build_snapshot
 from webhook.commands import main
 from webhook.config.policies import bundled_policies
 from webhook.config.settings import Settings
+from webhook.core.model.workload import pod_workload
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
-from webhook.core.workload import pod_workload
 from webhook.offline.inputs import MANIFEST_SUFFIXES
 from webhook.profiles.store import load_snapshot
 from webhook.refreshers.state import State

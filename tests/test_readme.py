@@ -29,7 +29,7 @@ from kubefake import FakeKube
 
 from tests.cluster.helpers import pod_tailor_serve, usable_kubectl
 from tests.tools import free_port
-from webhook.core.pod import INJECTED_ANNOTATION
+from webhook.core.model.pod import INJECTED_ANNOTATION
 from webhook.offline.dryrun import controller_pod
 from webhook.offline.sources import load_documents, pod_sources
 from webhook.server.certs import write_dev_certs

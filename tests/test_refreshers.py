@@ -13,8 +13,8 @@ import pytest
 from webhook.cluster import metrics as cluster_metrics
 from webhook.cluster.policy_source import PolicySource
 from webhook.config.policies import bundled_policies
-from webhook.core.profile import Evidence, Recommendation
-from webhook.core.workload import WorkloadKey
+from webhook.core.model.profile import Evidence, Recommendation
+from webhook.core.model.workload import WorkloadKey
 from webhook.profiles.store import FileStore, ProfileDocument, WorkloadEntry
 from webhook.refreshers.health import Health, supervise
 from webhook.refreshers.profiles import ProfileRefresher

@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from webhook.core.autoscalers import Hpa, Ignored, Vpa, index_autoscalers, parse_autoscaler
 from webhook.core.facts import ClusterFacts
-from webhook.core.profile import Evidence, Recommendation, UsageTotals
+from webhook.core.model.autoscalers import Hpa, Ignored, Vpa, index_autoscalers, parse_autoscaler
+from webhook.core.model.profile import Evidence, Recommendation, UsageTotals
 
 MIB = 2**20
 STAMP = "2026-05-04T09:12:44Z"

@@ -21,13 +21,13 @@ from decimal import Decimal
 
 from tests.autoscalers.kit import hpa, utilization
 from webhook.config.policies import load_policy_text
-from webhook.core.autoscalers import Ignored, index_autoscalers, parse_hpa
 from webhook.core.engine import tailor
 from webhook.core.facts import ClusterFacts
-from webhook.core.policy import Policy
-from webhook.core.profile import ContainerProfile, Recommendation, UsageTotals
-from webhook.core.quantity import parse
-from webhook.core.workload import WorkloadKey
+from webhook.core.model.autoscalers import Ignored, index_autoscalers, parse_hpa
+from webhook.core.model.profile import ContainerProfile, Recommendation, UsageTotals
+from webhook.core.model.quantity import parse
+from webhook.core.model.workload import WorkloadKey
+from webhook.core.policy.policies import Policy
 from webhook.profiles.store import ProfileDocument, WorkloadEntry
 from webhook.profiles.strategy import ContainerHistory, SeriesStats, StrategySettings, recommend, round_up
 from webhook.profiles.trailingstore import carry_trails

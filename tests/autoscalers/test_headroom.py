@@ -9,8 +9,8 @@ import pytest
 
 from tests.autoscalers.kit import MIB, average_value, facts, hpa, recommendation, utilization
 from tests.engine.podkit import container, pod, run
-from webhook.core.pod import EXCLUDE_CONTAINERS_ANNOTATION
-from webhook.core.profile import UsageTotals
+from webhook.core.model.pod import EXCLUDE_CONTAINERS_ANNOTATION
+from webhook.core.model.profile import UsageTotals
 
 
 def peak(cpu: str | None = None, memory: int | None = None) -> UsageTotals:

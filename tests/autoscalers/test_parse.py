@@ -7,7 +7,15 @@ from typing import Any
 import pytest
 
 from tests.autoscalers.kit import as_listed, hpa, utilization, vpa
-from webhook.core.autoscalers import Hpa, Ignored, ResourceTarget, Vpa, parse_autoscaler, parse_hpa, parse_vpa
+from webhook.core.model.autoscalers import (
+    Hpa,
+    Ignored,
+    ResourceTarget,
+    Vpa,
+    parse_autoscaler,
+    parse_hpa,
+    parse_vpa,
+)
 
 
 def manifest_hpa(api_version: str, spec: dict[str, Any]) -> dict[str, Any]:

@@ -10,8 +10,8 @@ import yaml
 
 from tests.autoscalers.kit import hpa, recommendation, utilization, vpa
 from webhook.commands import main
-from webhook.core.profile import UsageTotals
-from webhook.core.workload import WorkloadKey
+from webhook.core.model.profile import UsageTotals
+from webhook.core.model.workload import WorkloadKey
 from webhook.profiles.store import FileStore, ProfileDocument, WorkloadEntry
 
 DEPLOYMENT = {

@@ -15,14 +15,14 @@ from tests.autoscalers.kit import average_value, external, hpa, utilization, vpa
 from tests.engine.strategies import facts, pods, profile_for
 from tests.engine.test_properties import POLICIES, PROPERTY, at, leaves, tailored
 from webhook.config.policies import load_policy_text
-from webhook.core.autoscalers import Ignored, index_autoscalers, parse_autoscaler
 from webhook.core.engine import tailor
 from webhook.core.facts import ClusterFacts
-from webhook.core.holds import container_holds
-from webhook.core.inputs import decision_inputs
-from webhook.core.pod import containers
-from webhook.core.profile import Recommendation, TrailPoint, UsageTotals
-from webhook.core.workload import ROLLOUT_HASH_LABEL, pod_workload
+from webhook.core.model.autoscalers import Ignored, index_autoscalers, parse_autoscaler
+from webhook.core.model.inputs import decision_inputs
+from webhook.core.model.pod import containers
+from webhook.core.model.profile import Recommendation, TrailPoint, UsageTotals
+from webhook.core.model.workload import ROLLOUT_HASH_LABEL, pod_workload
+from webhook.core.sizing.holds import container_holds
 
 SIZING = [
     *POLICIES,

@@ -21,11 +21,11 @@ from tests.autoscalers.kit import (
 )
 from tests.engine.podkit import GUESSED_LIMITS, container, pod, policy, run
 from webhook.admission.verdict import verdict
-from webhook.core.decision import Basis
 from webhook.core.engine import tailor
-from webhook.core.namespace import Mode, NamespaceSettings
-from webhook.core.pod import INJECTED_ANNOTATION
-from webhook.core.profile import Recommendation
+from webhook.core.model.decision import Basis
+from webhook.core.model.namespace import Mode, NamespaceSettings
+from webhook.core.model.pod import INJECTED_ANNOTATION
+from webhook.core.model.profile import Recommendation
 
 PROFILES = {
     "app": recommendation("0.25", 300 * MIB),

@@ -11,10 +11,10 @@ import pytest
 from tests.autoscalers.kit import MIB, recommendation
 from tests.engine.podkit import container, pod, policy, run
 from webhook.config.policies import load_policy_text
-from webhook.core.policy import PolicyError
-from webhook.core.profile import NoRecommendation, Recommendation, TrailPoint, UsageTotals
-from webhook.core.steady import DAY, StepLimit, steadied
-from webhook.core.workload import WorkloadKey
+from webhook.core.model.profile import NoRecommendation, Recommendation, TrailPoint, UsageTotals
+from webhook.core.model.workload import WorkloadKey
+from webhook.core.policy.policies import PolicyError
+from webhook.core.sizing.steady import DAY, StepLimit, steadied
 from webhook.profiles.runner import open_store
 from webhook.profiles.store import FileStore, ProfileDocument, WorkloadEntry, decode_document, encode_document
 from webhook.profiles.trailingstore import KEEP_DAYS, carry_trails

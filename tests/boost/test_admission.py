@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from tests.autoscalers.kit import facts as hpa_facts
 from tests.autoscalers.kit import hpa, recommendation
 from tests.engine.podkit import container, first, pod, policy, run
-from webhook.core.boostmark import BOOST_ANNOTATION, BOOSTED_LABEL, read_record
+from webhook.core.boost.record import BOOST_ANNOTATION, BOOSTED_LABEL, read_record
 from webhook.core.engine import tailor
 from webhook.core.facts import ClusterFacts, LimitRangeItem
-from webhook.core.qos import qos_class
+from webhook.core.model.qos import qos_class
 
 BOOST = policy("startupBoost: {enabled: true}", name="boost")
 FACTOR = policy("startupBoost: {enabled: true, source: factor, factor: 3, max: '1'}", name="factor")

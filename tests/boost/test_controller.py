@@ -21,7 +21,7 @@ from tests.engine.podkit import container, pod
 from tests.replicas import Replica, candidates
 from webhook.controllers.boost import BoostController
 from webhook.controllers.controller_metrics import ResizeMetrics
-from webhook.core.boostmark import BOOST_ANNOTATION, BOOSTED_LABEL, BoostRecord, SteadyCpu, read_record
+from webhook.core.boost.record import BOOST_ANNOTATION, BOOSTED_LABEL, BoostRecord, SteadyCpu, read_record
 from webhook.core.engine import tailor
 from webhook.core.facts import ClusterFacts
 

@@ -19,7 +19,7 @@ from kubefake import FakeKube
 
 from tests.cli.test_first_hour import BROKEN, ROOT, run
 from tests.cluster.helpers import usable_kubectl
-from webhook.core.pod import INJECTED_ANNOTATION
+from webhook.core.model.pod import INJECTED_ANNOTATION
 from webhook.profiles.store import FileStore, ProfileDocument
 
 EXAMPLES = ROOT / "docs" / "examples"

@@ -18,8 +18,8 @@ from tests.engine.podkit import container, pod
 from webhook.cluster.snapshot import ParseCache, build_snapshot
 from webhook.config.policies import bundled_policies
 from webhook.config.settings import Settings
-from webhook.core.autoscalers import Autoscalers
 from webhook.core.engine import decide
+from webhook.core.model.autoscalers import Autoscalers
 from webhook.core.snapshot import EMPTY_PROFILES
 from webhook.refreshers.cluster import ClusterRefresher
 from webhook.refreshers.state import State

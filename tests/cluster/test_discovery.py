@@ -11,7 +11,7 @@ from kubefake import FakeKube
 
 from webhook.cluster.config import discover
 from webhook.config.settings import Settings
-from webhook.core.namespace import Mode
+from webhook.core.model.namespace import Mode
 from webhook.refreshers.cluster import ClusterRefresher
 from webhook.refreshers.state import State
 from webhook.server.certs import make_ca

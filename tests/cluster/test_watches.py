@@ -17,9 +17,9 @@ from prometheus_client import REGISTRY
 from tests.fit.kit import daemonset, node
 from webhook.cluster.resources import watch_specs
 from webhook.config.settings import Settings
-from webhook.core.daemonsets import members
-from webhook.core.namespace import Mode
-from webhook.core.nodefit import NodeIndex
+from webhook.core.fit.daemonsets import members
+from webhook.core.fit.placement import NodeIndex
+from webhook.core.model.namespace import Mode
 from webhook.refreshers.cluster import ClusterRefresher
 from webhook.refreshers.state import State
 

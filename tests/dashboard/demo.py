@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tests.report.fleet import container, namespace, resources, workload
-from webhook.core.profile import Evidence, NoRecommendation, Recommendation
-from webhook.core.quantity import parse
-from webhook.core.workload import WorkloadKey
+from webhook.core.model.profile import Evidence, NoRecommendation, Recommendation
+from webhook.core.model.quantity import parse
+from webhook.core.model.workload import WorkloadKey
 from webhook.profiles.store import FileStore, ProfileDocument, WorkloadEntry
 from webhook.profiles.summary import UsageSummary
 

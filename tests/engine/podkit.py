@@ -9,11 +9,11 @@ from typing import Any
 import jsonpatch
 
 from webhook.config.policies import bundled_policies, load_policy_text
-from webhook.core.decision import Decision
 from webhook.core.engine import tailor
 from webhook.core.facts import ClusterFacts
-from webhook.core.policy import Policy
-from webhook.core.profile import WorkloadProfiles
+from webhook.core.model.decision import Decision
+from webhook.core.model.profile import WorkloadProfiles
+from webhook.core.policy.policies import Policy
 
 DEFAULT = bundled_policies().policies["default"]
 

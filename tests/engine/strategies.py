@@ -8,8 +8,8 @@ from typing import Any
 from hypothesis import strategies as st
 
 from webhook.core.facts import ClusterFacts, LimitRangeItem
-from webhook.core.pod import EXCLUDE_ANNOTATION, PROBE_PATH_ANNOTATION, SKIP_LABEL
-from webhook.core.profile import Evidence, NoRecommendation, Recommendation
+from webhook.core.model.pod import EXCLUDE_ANNOTATION, PROBE_PATH_ANNOTATION, SKIP_LABEL
+from webhook.core.model.profile import Evidence, NoRecommendation, Recommendation
 
 names = st.from_regex(r"[a-z][a-z0-9]{0,6}", fullmatch=True)
 cpu = st.sampled_from(["10m", "50m", "100m", "250m", "500m", "1", "2", "1500m"])

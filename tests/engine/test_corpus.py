@@ -15,8 +15,8 @@ from tests.shared import CORPUS, corpus_params, needs_shared, review_files
 from webhook.config.policies import bundled_policies
 from webhook.core.engine import tailor
 from webhook.core.facts import ClusterFacts
-from webhook.core.inputs import decision_inputs
-from webhook.core.pod import serving_port
+from webhook.core.model.inputs import decision_inputs
+from webhook.core.model.pod import serving_port
 
 REVIEWS = review_files()
 DEFAULT = bundled_policies().policies["default"]

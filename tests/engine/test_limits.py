@@ -10,17 +10,17 @@ import pytest
 
 from tests.engine.podkit import pod as make_pod
 from webhook.config.policies import bundled_policies
-from webhook.core.annotations import MAX_LENGTH, limit_of
 from webhook.core.engine import tailor
 from webhook.core.facts import ClusterFacts
-from webhook.core.pod import (
+from webhook.core.model.annotations import MAX_LENGTH, limit_of
+from webhook.core.model.pod import (
     EXCLUDE_ANNOTATION,
     EXCLUDE_CONTAINERS_ANNOTATION,
     INJECTED_ANNOTATION,
     LIMIT_RANGER_ANNOTATION,
     PROBE_PATH_ANNOTATION,
 )
-from webhook.core.quantity import QuantityError, parse
+from webhook.core.model.quantity import QuantityError, parse
 
 POLICY = bundled_policies().policies["default"]
 
@@ -86,7 +86,7 @@ class TestQuantityBounds:
             parse(value)
 
     def test_a_long_text_is_parsed_but_never_kept(self) -> None:
-        from webhook.core import quantity
+        from webhook.core.model import quantity
 
         before = quantity._parse.cache_info().currsize
         assert parse("1" * 10_000 + "m") == Decimal("1" * 10_000) / 1000

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from tests.engine.podkit import container, first, pod, policy, run
-from webhook.core.patch import PatchBuilder, pointer
-from webhook.core.pod import (
+from webhook.core.model.patch import PatchBuilder, pointer
+from webhook.core.model.pod import (
     EXCLUDE_ANNOTATION,
     EXCLUDE_CONTAINERS_ANNOTATION,
     INJECTED_ANNOTATION,

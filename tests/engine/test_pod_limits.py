@@ -9,7 +9,7 @@ import pytest
 
 from tests.engine.podkit import GUESSED_LIMITS, container, pod, run
 from webhook.core.facts import ClusterFacts, LimitRangeItem
-from webhook.core.podlimits import breaches, pod_total
+from webhook.core.sizing.podlimits import breaches, pod_total
 
 MiB = 2**20
 FULL = {"memory": "768Mi"}  # a container the person sized: request = limit = 768Mi

@@ -13,7 +13,7 @@ from tests.shared import CORPUS, corpus_params, manifest_files, needs_shared
 from webhook.commands import main
 from webhook.config.policies import bundled_policies
 from webhook.core.engine import decide
-from webhook.core.pod import INJECTED_ANNOTATION
+from webhook.core.model.pod import INJECTED_ANNOTATION
 from webhook.core.snapshot import EMPTY_PROFILES, ClusterSnapshot
 from webhook.profiles.store import FileStore, ProfileDocument
 

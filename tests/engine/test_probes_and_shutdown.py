@@ -9,13 +9,19 @@ import pytest
 
 from tests.engine.podkit import container, first, pod, policy, run
 from tests.engine.test_resources import recommendation
-from webhook.core.decision import POD_TARGET
 from webhook.core.facts import ClusterFacts
-from webhook.core.patch import PatchBuilder
-from webhook.core.pod import INJECTED_ANNOTATION, PROBE_PATH_ANNOTATION, ContainerRef
-from webhook.core.policy import Policy
-from webhook.core.probes import probe_container
-from webhook.core.shutdown import existing_sleep, grace_period, grace_set_by_person, is_windows, pre_stop
+from webhook.core.model.decision import POD_TARGET
+from webhook.core.model.patch import PatchBuilder
+from webhook.core.model.pod import INJECTED_ANNOTATION, PROBE_PATH_ANNOTATION, ContainerRef
+from webhook.core.policy.policies import Policy
+from webhook.core.serving.probes import probe_container
+from webhook.core.serving.shutdown import (
+    existing_sleep,
+    grace_period,
+    grace_set_by_person,
+    is_windows,
+    pre_stop,
+)
 
 LIVE = policy("probes:\n  liveness: {enabled: true}", name="live")
 

@@ -15,12 +15,12 @@ from tests.engine.strategies import facts, pods, profile_for
 from webhook.config.policies import bundled_policies, load_policy_text
 from webhook.core.engine import decide, tailor
 from webhook.core.facts import ClusterFacts, LimitRangeItem
-from webhook.core.inputs import decision_inputs, template_free
-from webhook.core.pod import INJECTED_ANNOTATION
-from webhook.core.podlimits import breaches, pod_total
-from webhook.core.policy import PolicySet
+from webhook.core.model.inputs import decision_inputs, template_free
+from webhook.core.model.pod import INJECTED_ANNOTATION
+from webhook.core.model.workload import pod_workload
+from webhook.core.policy.policies import PolicySet
+from webhook.core.sizing.podlimits import breaches, pod_total
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
-from webhook.core.workload import pod_workload
 
 POLICIES = [
     bundled_policies().policies["default"],

@@ -1,6 +1,6 @@
 """The QoS class as GetPodQOS computes it, asked of `qos_class` directly: the class drives the boost and the
-in-place rules, so each rule below is one row, and each row's id names the mutant of core/qos.py it
-kills (found by `bench/mutation.py --only webhook/core/qos.py`)."""
+in-place rules, so each rule below is one row, and each row's id names the mutant of core/model/qos.py it
+kills (found by `bench/mutation.py --only webhook/core/model/qos.py`)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from tests.engine.podkit import container, pod
-from webhook.core.decision import Injection
-from webhook.core.qos import qos_class
+from webhook.core.model.decision import Injection
+from webhook.core.model.qos import qos_class
 
 FULL = {"cpu": "1", "memory": "1Gi"}
 

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from tests.engine.podkit import GUESSED_LIMITS, container, first, pod, policy, run
-from webhook.core.decision import Basis, Decision
 from webhook.core.facts import ClusterFacts, LimitRangeItem
-from webhook.core.pod import INJECTED_ANNOTATION, LIMIT_RANGER_ANNOTATION
-from webhook.core.profile import Evidence, NoRecommendation, Recommendation
+from webhook.core.model.decision import Basis, Decision
+from webhook.core.model.pod import INJECTED_ANNOTATION, LIMIT_RANGER_ANNOTATION
+from webhook.core.model.profile import Evidence, NoRecommendation, Recommendation
 
 MiB = 2**20
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from tests.engine.podkit import GUESSED_LIMITS, container, first, pod, policy, run
 from tests.engine.test_resources import recommendation
-from webhook.core.pod import INJECTED_ANNOTATION, NO_LIMIT_MARK, guessed_requests
+from webhook.core.model.pod import INJECTED_ANNOTATION, NO_LIMIT_MARK, guessed_requests
 
 
 def header(result: dict[str, Any]) -> str:

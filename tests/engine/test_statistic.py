@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from webhook.config.policies import bundled_policy_document
-from webhook.core.policy import PolicyError, parse_policies
-from webhook.core.profile import Evidence, NoRecommendation, Recommendation
-from webhook.core.statistic import (
+from webhook.core.model.profile import Evidence, NoRecommendation, Recommendation
+from webhook.core.policy.policies import PolicyError, parse_policies
+from webhook.core.policy.statistic import (
     CPU_PERCENTILE_ANNOTATION,
     MEMORY_MARGIN_ANNOTATION,
     CpuStatistic,

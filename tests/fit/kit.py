@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from webhook.core.facts import ClusterFacts
-from webhook.core.nodefit import index_nodes, parse_node
-from webhook.core.quota import parse_quota
+from webhook.core.fit.placement import index_nodes, parse_node
+from webhook.core.model.resourcequota import parse_quota
 
 Obj = dict[str, Any]
 

@@ -21,9 +21,9 @@ from webhook.cluster.resources import node_essentials, quota_essentials
 from webhook.cluster.snapshot import build_snapshot
 from webhook.config.policies import load_policy_text
 from webhook.config.settings import Settings
-from webhook.core.profile import Evidence, Recommendation
+from webhook.core.model.profile import Evidence, Recommendation
+from webhook.core.model.workload import WorkloadKey
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
-from webhook.core.workload import WorkloadKey
 
 KEYS = ("requests.cpu", "requests.memory", "limits.cpu", "limits.memory")
 POLICIES = {

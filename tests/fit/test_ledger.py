@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from tests.fit.kit import quota
 from webhook.admission.ledger import QuotaLedger
-from webhook.core.quota import Band, Quota, RoomReading, parse_quota, room
+from webhook.core.model.resourcequota import Band, Quota, RoomReading, parse_quota, room
 
 KEYS = ("requests.cpu", "requests.memory", "limits.memory")
 HARD = (("compute", {"requests.cpu": "8", "requests.memory": "16Gi"}),

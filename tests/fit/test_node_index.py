@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from tests.engine.podkit import pod
 from tests.fit.kit import node, taint
-from webhook.core.nodefit import NodeShape, allows, index_nodes, matching_shapes, parse_node, placement
+from webhook.core.fit.placement import NodeShape, allows, index_nodes, matching_shapes, parse_node, placement
 
 VALUES = ("a", "b", "c")
 EFFECTS = ("NoSchedule", "NoExecute", "PreferNoSchedule")

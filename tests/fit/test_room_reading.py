@@ -22,8 +22,8 @@ from webhook.cluster.resources import quota_essentials
 from webhook.cluster.snapshot import build_snapshot
 from webhook.config.policies import load_policy_text
 from webhook.config.settings import Settings
-from webhook.core.decision import Decision
-from webhook.core.quota import parse_quota
+from webhook.core.model.decision import Decision
+from webhook.core.model.resourcequota import parse_quota
 from webhook.core.snapshot import ProfileSnapshot
 
 BIG = policy("resources:\n  cpu: {request: '3'}\n  memory: {request: 1Gi}", name="big")

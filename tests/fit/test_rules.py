@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 from tests.engine.podkit import container, first, pod, policy, run
 from tests.fit.kit import facts, node, quota, taint
-from webhook.core.nodefit import allows, parse_node, placement
-from webhook.core.nodefree import pod_requests
-from webhook.core.quantity import parse
-from webhook.core.quota import left_of, parse_quota, room
+from webhook.core.fit.nodefree import pod_requests
+from webhook.core.fit.placement import allows, parse_node, placement
+from webhook.core.model.quantity import parse
+from webhook.core.model.resourcequota import left_of, parse_quota, room
 
 BIG = policy("resources:\n  cpu: {request: '3'}\n  memory: {request: 1Gi}", name="big")
 LATEST = kubernetes_validate.latest_version()

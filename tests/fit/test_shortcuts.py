@@ -16,11 +16,11 @@ from hypothesis import strategies as st
 
 from tests.engine.strategies import cpu, memory, pods
 from tests.fit.kit import node, quota, taint
-from webhook.core.caps import CreatedTotals, as_created, totals
-from webhook.core.decision import Basis, Injection
-from webhook.core.nodefit import index_nodes, matching_shapes, parse_node, placement, pod_shapes
-from webhook.core.quota import applies, parse_quota
-from webhook.core.quotafit import charges
+from webhook.core.fit.caps import CreatedTotals, as_created, totals
+from webhook.core.fit.placement import index_nodes, matching_shapes, parse_node, placement, pod_shapes
+from webhook.core.fit.quota import charges
+from webhook.core.model.decision import Basis, Injection
+from webhook.core.model.resourcequota import applies, parse_quota
 
 FIELDS = ("requests.cpu", "requests.memory", "limits.cpu", "limits.memory", "requests.ephemeral-storage")
 

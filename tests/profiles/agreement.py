@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from webhook.core.profile import Recommendation
+from webhook.core.model.profile import Recommendation
 from webhook.profiles.build import BuildResult
 
 CPU_STEP = Decimal("0.005")  # the strategy rounds CPU up to 5m

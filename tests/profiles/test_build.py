@@ -16,8 +16,8 @@ from agreement import CPU_STEP, assert_agrees
 from conftest import History, test_settings
 from synthetic import MIB, RECORDED_CPU, quantile
 
-from webhook.core.profile import NoRecommendation, Recommendation
-from webhook.core.workload import WorkloadKey
+from webhook.core.model.profile import NoRecommendation, Recommendation
+from webhook.core.model.workload import WorkloadKey
 from webhook.profiles.build import BuildResult, build_profiles
 from webhook.profiles.prometheus import Prometheus
 from webhook.profiles.slices import auto_slices

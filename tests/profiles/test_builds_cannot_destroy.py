@@ -12,8 +12,8 @@ import scenarios
 from conftest import BUILD_COMMAND, History, test_settings
 
 from webhook.commands import main
-from webhook.core.profile import Evidence, NoRecommendation, Recommendation
-from webhook.core.workload import WorkloadKey
+from webhook.core.model.profile import Evidence, NoRecommendation, Recommendation
+from webhook.core.model.workload import WorkloadKey
 from webhook.profiles.build import build_profiles
 from webhook.profiles.prometheus import Prometheus
 from webhook.profiles.queries import safe_rate_window

@@ -13,7 +13,7 @@ import scenarios
 from agreement import assert_agrees
 from conftest import History, test_settings
 
-from webhook.core.profile import Recommendation
+from webhook.core.model.profile import Recommendation
 from webhook.profiles import checkpoint
 from webhook.profiles.build import BuildResult, IncrementalBuild, build_profiles
 from webhook.profiles.checkpoint import SETTLE, Checkpoint

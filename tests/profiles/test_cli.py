@@ -11,7 +11,7 @@ import yaml
 from conftest import BUILD_COMMAND, History
 
 from webhook.commands import main
-from webhook.core.quantity import parse
+from webhook.core.model.quantity import parse
 
 BUILD = [*BUILD_COMMAND, "--rate-window", "10m"]
 

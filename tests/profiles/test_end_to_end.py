@@ -11,11 +11,11 @@ from conftest import History, test_settings
 
 from webhook.config.policies import bundled_policies
 from webhook.core.engine import decide
-from webhook.core.pod import INJECTED_ANNOTATION
-from webhook.core.profile import Recommendation
-from webhook.core.quantity import render_bytes, render_cpu
+from webhook.core.model.pod import INJECTED_ANNOTATION
+from webhook.core.model.profile import Recommendation
+from webhook.core.model.quantity import render_bytes, render_cpu
+from webhook.core.model.workload import WorkloadKey
 from webhook.core.snapshot import ClusterSnapshot
-from webhook.core.workload import WorkloadKey
 from webhook.profiles.build import BuildResult, build_profiles
 from webhook.profiles.prometheus import Prometheus
 from webhook.profiles.store import FileStore, load_snapshot

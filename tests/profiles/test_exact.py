@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 from promserver import PromServer, backfill
 from synthetic import DAY, MIB, Observed, Pod, Workload, noise, quantile, write_openmetrics
 
-from webhook.core.profile import Recommendation
-from webhook.core.workload import WorkloadKey
+from webhook.core.model.profile import Recommendation
+from webhook.core.model.workload import WorkloadKey
 from webhook.profiles.budgets import batch_budget
 from webhook.profiles.build import BuildResult, build_profiles
 from webhook.profiles.exact import TOLERANCE, Outcome, Pool, by_pod, from_top, needed, top_fetch

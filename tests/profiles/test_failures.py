@@ -14,8 +14,8 @@ from conftest import History, test_settings
 
 from tests.tools import free_port
 from webhook.commands import main
-from webhook.core.profile import ContainerProfile
-from webhook.core.workload import WorkloadKey
+from webhook.core.model.profile import ContainerProfile
+from webhook.core.model.workload import WorkloadKey
 from webhook.profiles.build import build_profiles
 from webhook.profiles.prometheus import Prometheus, PrometheusError
 from webhook.profiles.store import FileStore, ProfileDocument, WorkloadEntry
@@ -74,7 +74,7 @@ class TestClearErrors:
 def _seed(path: Path) -> ProfileDocument:
     from decimal import Decimal
 
-    from webhook.core.profile import Evidence, Recommendation
+    from webhook.core.model.profile import Evidence, Recommendation
 
     rec: ContainerProfile = Recommendation(
         Decimal("0.3"), Decimal(2**28), Evidence("14d", 4000, 300.0, 95.0, 0.15, 0.9)

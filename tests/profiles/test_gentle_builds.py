@@ -33,8 +33,8 @@ from promserver import PromServer, backfill
 from synthetic import RECORDED_CPU, write_openmetrics
 
 from webhook.commands.profiles import BuildMeter
-from webhook.core.profile import Evidence, Recommendation
-from webhook.core.workload import WorkloadKey
+from webhook.core.model.profile import Evidence, Recommendation
+from webhook.core.model.workload import WorkloadKey
 from webhook.profiles.budgets import fleet_budget
 from webhook.profiles.build import BuildResult, BuildSettings, build_profiles
 from webhook.profiles.connection import PrometheusConnection

@@ -11,7 +11,7 @@ from faultproxy import FaultProxy, prometheus_error
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webhook.core.workload import WorkloadKey, pod_workload
+from webhook.core.model.workload import WorkloadKey, pod_workload
 from webhook.profiles import queries
 from webhook.profiles.identity import Owners, read_owners, workload_by_name
 from webhook.profiles.prometheus import Prometheus, Sample

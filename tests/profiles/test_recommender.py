@@ -15,8 +15,8 @@ from kubefake import FakeKube
 
 from webhook.cluster.config import discover
 from webhook.commands import main
-from webhook.core.profile import Recommendation
-from webhook.core.workload import WorkloadKey
+from webhook.core.model.profile import Recommendation
+from webhook.core.model.workload import WorkloadKey
 from webhook.profiles.kubestore import KubeStore, configmap_name
 from webhook.refreshers.profiles import ProfileRefresher
 from webhook.refreshers.state import State

@@ -26,8 +26,8 @@ from promserver import PromServer, backfill
 from synthetic import DAY, MIB, Pod, Workload, noise, quantile, write_openmetrics
 from vmserver import VmServer
 
-from webhook.core.profile import Recommendation
-from webhook.core.workload import WorkloadKey
+from webhook.core.model.profile import Recommendation
+from webhook.core.model.workload import WorkloadKey
 from webhook.profiles.build import BuildResult, build_profiles
 from webhook.profiles.exact import TOLERANCE
 from webhook.profiles.prometheus import Prometheus

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from kubefake import FakeKube
 
 from webhook.cluster.config import discover
-from webhook.core.profile import ContainerProfile, Evidence, NoRecommendation, Recommendation
-from webhook.core.workload import WorkloadKey
+from webhook.core.model.profile import ContainerProfile, Evidence, NoRecommendation, Recommendation
+from webhook.core.model.workload import WorkloadKey
 from webhook.profiles.kubestore import KubeStore, configmap_name
 from webhook.profiles.store import (
     FileStore,

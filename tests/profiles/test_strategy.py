@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webhook.core.profile import NoRecommendation, Recommendation
+from webhook.core.model.profile import NoRecommendation, Recommendation
 from webhook.profiles.strategy import (
     ContainerHistory,
     SeriesStats,

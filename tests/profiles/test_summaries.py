@@ -14,7 +14,7 @@ from conftest import History, test_settings
 from kubefake import FakeKube
 
 from webhook.cluster.config import discover
-from webhook.core.workload import WorkloadKey
+from webhook.core.model.workload import WorkloadKey
 from webhook.profiles import queries
 from webhook.profiles.build import BuildResult, build_profiles
 from webhook.profiles.identity import Owners

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from synthetic import pod_times
 
 from tests.autoscalers.kit import recommendation
-from webhook.core.profile import ContainerProfile, Recommendation
-from webhook.core.workload import WorkloadKey
+from webhook.core.model.profile import ContainerProfile, Recommendation
+from webhook.core.model.workload import WorkloadKey
 from webhook.profiles.build import BuildResult
 from webhook.profiles.identity import Owners
 from webhook.profiles.prometheus import Prometheus, Sample

@@ -9,9 +9,9 @@ from typing import Any
 
 import jsonpatch
 
-from webhook.core.decision import Decision
-from webhook.core.pod import containers
-from webhook.core.quantity import parse, render
+from webhook.core.model.decision import Decision
+from webhook.core.model.pod import containers
+from webhook.core.model.quantity import parse, render
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
 from webhook.offline.preview import run_preview
 from webhook.report.model import RESOURCE_FIELDS, WorkloadReport

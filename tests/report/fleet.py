@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.core.decision import Injection
-from webhook.core.profile import Evidence, Recommendation
+from webhook.core.model.decision import Injection
+from webhook.core.model.profile import Evidence, Recommendation
 
 Obj = dict[str, Any]
 
@@ -60,7 +60,7 @@ def namespace(name: str, mode: str | None = None, policy: str | None = None) -> 
 
 
 def recommendation(cpu: str, memory: str, *, confidence: float = 0.93) -> Recommendation:
-    from webhook.core.quantity import parse
+    from webhook.core.model.quantity import parse
 
     evidence = Evidence(
         window="14d",

@@ -16,10 +16,10 @@ from tests.report.agreement import patched, preview_decisions, preview_says, rep
 from tests.report.fleet import recommendation
 from tests.shared import manifest_files, needs_shared, review_files
 from webhook.config.policies import bundled_policies
-from webhook.core.pod import containers
-from webhook.core.profile import WorkloadProfiles
+from webhook.core.model.pod import containers
+from webhook.core.model.profile import WorkloadProfiles
+from webhook.core.model.workload import WorkloadKey, pod_workload
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
-from webhook.core.workload import WorkloadKey, pod_workload
 from webhook.offline.facts import with_manifest_facts
 from webhook.offline.sources import PodSource, SourceError, load_documents, pod_sources
 from webhook.report.collect import from_manifests, read_manifests

@@ -258,7 +258,7 @@ class TestResizedInPlace:
     def test_the_report_says_which_pods_were_resized_in_place_and_which_wait(
         self, capsys: pytest.CaptureFixture[str], cluster: Path, kube: FakeKube
     ) -> None:
-        from webhook.core.resizemark import RESIZED_ANNOTATION, Change, Entry, history_text
+        from webhook.core.resize.history import RESIZED_ANNOTATION, Change, Entry, history_text
 
         record = history_text(
             (), Entry(1_790_000_000.0, (Change("main", "requests.cpu", "500m", "350m"),), "x")

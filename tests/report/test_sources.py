@@ -12,14 +12,14 @@ from tests.autoscalers.kit import hpa, vpa
 from tests.report.fleet import container, recommendation, resources, workload
 from tests.reviews import admission_review
 from webhook.config.policies import bundled_policies
-from webhook.core.autoscalers import Ignored, index_autoscalers, parse_autoscaler
-from webhook.core.decision import Basis, Injection
 from webhook.core.facts import LimitRangeItem, limit_range_items
-from webhook.core.pod import LIMIT_RANGER_ANNOTATION, limit_ranger_marks
-from webhook.core.profile import NoRecommendation
-from webhook.core.quantity import parse
+from webhook.core.model.autoscalers import Ignored, index_autoscalers, parse_autoscaler
+from webhook.core.model.decision import Basis, Injection
+from webhook.core.model.pod import LIMIT_RANGER_ANNOTATION, limit_ranger_marks
+from webhook.core.model.profile import NoRecommendation
+from webhook.core.model.quantity import parse
+from webhook.core.model.workload import WorkloadKey
 from webhook.core.snapshot import EMPTY_PROFILES, ClusterSnapshot, ProfileSnapshot
-from webhook.core.workload import WorkloadKey
 from webhook.offline.admitted import as_created, limit_range_defaults
 from webhook.report.collect import Collected, from_manifests
 from webhook.report.evaluate import evaluate, origin_of

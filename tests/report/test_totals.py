@@ -9,7 +9,7 @@ import yaml
 
 from tests.report.fleet import container, resources, workload
 from webhook.config.policies import bundled_policies
-from webhook.core.quantity import parse
+from webhook.core.model.quantity import parse
 from webhook.core.snapshot import EMPTY_PROFILES, ClusterSnapshot
 from webhook.report.collect import from_manifests
 from webhook.report.model import Report, Totals

@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from tests.report.fleet import container, namespace, recommendation, resources, workload
 from webhook.config.policies import bundled_policies
 from webhook.core.engine import decide
-from webhook.core.profile import Recommendation
+from webhook.core.model.profile import Recommendation
+from webhook.core.model.workload import WorkloadKey
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
-from webhook.core.workload import WorkloadKey
 from webhook.offline.admitted import as_created
 from webhook.report.collect import from_manifests
 from webhook.report.evaluate import evaluate

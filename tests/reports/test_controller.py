@@ -23,8 +23,8 @@ from tests.report.fleet import container, namespace, recommendation, resources, 
 from webhook.config.settings import Settings
 from webhook.controllers.controller_metrics import ReportMetrics
 from webhook.controllers.reports import ReportsController
+from webhook.core.model.workload import WorkloadKey
 from webhook.core.snapshot import ProfileSnapshot
-from webhook.core.workload import WorkloadKey
 
 from .kit import assert_valid_report, report_crd
 

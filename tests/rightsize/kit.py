@@ -15,8 +15,8 @@ from tests.autoscalers.kit import MIB, recommendation
 from tests.engine.podkit import container, pod, policy
 from webhook.core.engine import tailor
 from webhook.core.facts import ClusterFacts
-from webhook.core.profile import Recommendation
-from webhook.core.qos import qos_class
+from webhook.core.model.profile import Recommendation
+from webhook.core.model.qos import qos_class
 
 NOW = 1_790_000_000.0  # a Tuesday, 14:13 UTC
 DAY = 86_400.0

@@ -25,9 +25,9 @@ from tests.rightsize.kit import NOW, QUIETER, app, container, node, pod, pod_met
 from webhook.config.settings import Settings
 from webhook.controllers.controller_metrics import ResizeMetrics
 from webhook.controllers.rightsize import RightsizeController
-from webhook.core.resizemark import RESIZED_ANNOTATION, Change, Entry, history_text, read_history
+from webhook.core.model.workload import WorkloadKey
+from webhook.core.resize.history import RESIZED_ANNOTATION, Change, Entry, history_text, read_history
 from webhook.core.snapshot import ProfileSnapshot
-from webhook.core.workload import WorkloadKey
 
 POLICY = """policies:
   rightsize:

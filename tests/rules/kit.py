@@ -23,8 +23,8 @@ from tests.reviews import admission_review
 from tests.server.answers import answer_of
 from tests.server.conftest import RunningServer
 from webhook.config.policies import bundled_policies
-from webhook.core.pod import INJECTED_ANNOTATION
-from webhook.core.policy import PolicySet
+from webhook.core.model.pod import INJECTED_ANNOTATION
+from webhook.core.policy.policies import PolicySet
 from webhook.core.snapshot import EMPTY_PROFILES, ClusterSnapshot
 from webhook.offline.admitted import as_created
 from webhook.offline.preview import run_preview

@@ -11,8 +11,8 @@ import pytest
 from tests.rules.kit import both, box, svc, workload
 from tests.server.conftest import RunningServer
 from webhook.config.policies import load_policy_text
-from webhook.core.classes import image_name
-from webhook.core.policy import PolicyError
+from webhook.core.policy.classes import image_name
+from webhook.core.policy.policies import PolicyError
 
 PAUSE_DIGEST = "registry.k8s.io/pause@sha256:7031c1b283388d2c2e09b57badb803c05ebed362dc88d84b480cc47f72a21097"
 

@@ -24,7 +24,7 @@ from tests.tools import free_port
 from webhook.admission import Engine
 from webhook.config.policies import bundled_policies
 from webhook.config.settings import Settings
-from webhook.core.namespace import MODE_LABEL, POLICY_LABEL
+from webhook.core.model.namespace import MODE_LABEL, POLICY_LABEL
 from webhook.core.snapshot import ClusterSnapshot
 from webhook.refreshers.state import Refresher, State
 from webhook.server.certs import KeyPair, make_ca, make_serving_cert, write_pem

@@ -23,7 +23,7 @@ from tests.server.answers import answer_of, metric, patch_of
 from tests.server.conftest import RunningServer, make_tls_files, running_server
 from tests.tools import free_port
 from webhook.core.engine import decide
-from webhook.core.workload import WorkloadKey
+from webhook.core.model.workload import WorkloadKey
 from webhook.profiles.store import FileStore, ProfileDocument, WorkloadEntry
 from webhook.refreshers.profiles import ProfileRefresher
 from webhook.server.deadline import request_timeout
@@ -246,7 +246,7 @@ class TestBadState:
     ) -> None:
         from decimal import Decimal
 
-        from webhook.core.profile import Evidence, Recommendation
+        from webhook.core.model.profile import Evidence, Recommendation
 
         store = tmp_path / "profiles.json"
         rec = Recommendation(Decimal("0.321"), Decimal(2**28), Evidence("14d", 4000, 300.0, 95.0, 0.15, 0.9))

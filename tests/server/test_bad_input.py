@@ -126,8 +126,8 @@ class TestInternalFaults:
             assert metric(running, "pod_tailor_errors_total", reason="engine_fault") == 1
 
     def test_a_patch_that_would_not_apply_is_never_sent(self, tmp_path: Path) -> None:
-        from webhook.core.decision import Decision
         from webhook.core.engine import decide
+        from webhook.core.model.decision import Decision
 
         def broken_patch(pod: Any, **kwargs: Any) -> Any:
             settings, decision = decide(pod, **kwargs)

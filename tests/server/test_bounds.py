@@ -15,7 +15,7 @@ from webhook.admission.cache import MAX_ENTRY_INPUTS
 from webhook.admission.handler import ErrorReason, answer_limit
 from webhook.config.policies import load_policy_text
 from webhook.core.engine import decide
-from webhook.core.namespace import MODE_LABEL, POLICY_LABEL
+from webhook.core.model.namespace import MODE_LABEL, POLICY_LABEL
 from webhook.core.snapshot import ClusterSnapshot
 from webhook.offline.traffic import with_manifest_traffic
 from webhook.refreshers.state import State

@@ -23,7 +23,7 @@ from webhook.admission.budget import MAX_TOTAL, audit_key, clip, fit_audit, fit_
 from webhook.admission.patchcheck import PatchError, check_patch
 from webhook.config.settings import Settings, SettingsError, add_arguments, load_settings
 from webhook.core.engine import decide
-from webhook.core.namespace import Mode
+from webhook.core.model.namespace import Mode
 from webhook.server.certs import make_ca, make_serving_cert, service_dns_names, write_dev_certs
 
 QUALIFIED_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")

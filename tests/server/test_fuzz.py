@@ -29,8 +29,8 @@ from tests.server.conftest import (
 from tests.shared import SAMPLE_REVIEW
 from webhook.admission import VerdictCache, admit, default_engine
 from webhook.config.settings import Settings
-from webhook.core.inputs import decision_inputs
-from webhook.core.pod import malformed
+from webhook.core.model.inputs import decision_inputs
+from webhook.core.model.pod import malformed
 from webhook.refreshers.state import State
 from webhook.server.app import create_app
 

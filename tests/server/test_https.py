@@ -21,9 +21,9 @@ from tests.server.answers import SAMPLE_UID, answer_of, metric, patch_of
 from tests.server.conftest import RunningServer, corpus_files, make_tls_files, running_server
 from tests.shared import corpus_params, needs_shared
 from tests.tools import require_programs
-from webhook.core.profile import Evidence, Recommendation
+from webhook.core.model.profile import Evidence, Recommendation
+from webhook.core.model.workload import WorkloadKey
 from webhook.core.snapshot import ProfileSnapshot
-from webhook.core.workload import WorkloadKey
 
 
 class TestEveryCorpusReview:

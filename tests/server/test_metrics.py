@@ -9,7 +9,7 @@ from webhook.admission import Answer, ErrorReason, Outcome, Verdict, VerdictCach
 from webhook.admission.verdict import source_kind
 from webhook.config.policies import bundled_policies
 from webhook.config.settings import Settings
-from webhook.core.decision import Basis, Injection
+from webhook.core.model.decision import Basis, Injection
 from webhook.core.snapshot import ClusterSnapshot
 from webhook.refreshers.state import State
 from webhook.server.app import create_app
@@ -102,7 +102,7 @@ class TestSourcesAndTheVerdictCache:
         from decimal import Decimal
 
         from tests.engine.podkit import container, pod, run
-        from webhook.core.profile import Evidence, Recommendation
+        from webhook.core.model.profile import Evidence, Recommendation
 
         rec = Recommendation(Decimal("0.3"), Decimal(2**28), Evidence("14d", 4000, 300.0, 95.0, 0.15, 0.9))
         subject = pod(container("app"), container("sidecar"))

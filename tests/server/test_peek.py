@@ -15,7 +15,7 @@ from tests.shared import SAMPLE_REVIEW, corpus_params
 from webhook.admission import VerdictCache, admit, default_engine
 from webhook.admission.peek import peek_review
 from webhook.admission.review import Review, is_v1_pod, parse_review
-from webhook.core.inputs import decision_inputs, template_free
+from webhook.core.model.inputs import decision_inputs, template_free
 from webhook.refreshers.state import State
 
 __all__ = ["warm"]  # a fixture, imported to be used here

@@ -14,7 +14,7 @@ from typing import Any
 
 from webhook.cluster.snapshot import ParseCache, traffic_index
 from webhook.core.facts import ClusterFacts
-from webhook.core.routes import NamespaceTraffic
+from webhook.core.model.routes import NamespaceTraffic
 
 GATEWAY_PREFIX = "/apis/gateway.networking.k8s.io/v1"
 

@@ -17,7 +17,7 @@ from webhook.admission.handler import admit
 from webhook.cluster.snapshot import ParseCache, traffic_index
 from webhook.config.policies import bundled_policies
 from webhook.core.engine import decide
-from webhook.core.routes import parse_ingress, parse_route, parse_service
+from webhook.core.model.routes import parse_ingress, parse_route, parse_service
 from webhook.core.snapshot import EMPTY_PROFILES, ClusterSnapshot
 
 WEB = {"app": "web"}

@@ -4,7 +4,7 @@ The engine is a pure function of (the Pod's decision inputs, namespace, cluster 
 snapshot). A controller creates every replica of a ReplicaSet, Job or StatefulSet revision from one
 template; the replicas' objects differ only where the engine never reads (the ServiceAccount plugin's
 random `kube-api-access-xxxxx` volume and mounts, a StatefulSet ordinal, a Job's completion index),
-so their decision inputs (`webhook.core.inputs.decision_inputs`) are identical. The cache is keyed by
+so their decision inputs (`webhook.core.model.inputs.decision_inputs`) are identical. The cache is keyed by
 the namespace and the inputs' JSON (a Deployment's Pod by its Deployment, not its ReplicaSet:
 `webhook.admission.peek`) and is emptied whenever either snapshot is swapped, so it can never
 answer from stale data.

@@ -22,11 +22,11 @@ from webhook.admission.peek import Peek, peek_review, peek_uid
 from webhook.admission.response import answer_with_tail, bad_request_body, review_answer
 from webhook.admission.review import BadRequest, Review, parse_review, pod_problem
 from webhook.admission.verdict import Outcome, Verdict, verdict
-from webhook.core.decision import Decision, Injection
-from webhook.core.inputs import decision_inputs
-from webhook.core.namespace import NamespaceSettings
+from webhook.core.model.decision import Decision, Injection
+from webhook.core.model.inputs import decision_inputs
+from webhook.core.model.namespace import NamespaceSettings
+from webhook.core.model.workload import pod_workload
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
-from webhook.core.workload import pod_workload
 
 __all__ = [
     "Answer",

@@ -28,7 +28,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 
-from webhook.core.quota import Quota, RoomReading
+from webhook.core.model.resourcequota import Quota, RoomReading
 
 __all__ = ["Charges", "QuotaLedger"]
 

@@ -2,7 +2,7 @@
 
 Most admissions are replicas whose verdict is already cached (`VerdictCache`), and answering one
 needs only these few values. msgspec decodes the body against TypedDicts of just them (the decision
-inputs' types come from `webhook.core.inputs`): everything else (env, volumes, userInfo, managed
+inputs' types come from `webhook.core.model.inputs`): everything else (env, volumes, userInfo, managed
 fields...) is checked as JSON and skipped without becoming Python objects, which costs a third of
 a full `orjson.loads` of a typical review. The cache is keyed on what this decodes.
 
@@ -25,9 +25,15 @@ import msgspec
 import orjson
 
 from webhook.admission.review import API_VERSION, KIND, is_v1_pod
-from webhook.core.inputs import BASE_LABEL_KEYS, MetadataInputs, SpecInputs, metadata_inputs, template_free
+from webhook.core.model.inputs import (
+    BASE_LABEL_KEYS,
+    MetadataInputs,
+    SpecInputs,
+    metadata_inputs,
+    template_free,
+)
+from webhook.core.model.workload import CLAIM_TEMPLATES, TEMPLATE_HASH_LABEL, claim_templates
 from webhook.core.snapshot import ClusterSnapshot
-from webhook.core.workload import CLAIM_TEMPLATES, TEMPLATE_HASH_LABEL, claim_templates
 
 __all__ = ["Peek", "peek_review", "peek_uid"]
 

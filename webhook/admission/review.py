@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from webhook.core.pod import malformed
+from webhook.core.model.pod import malformed
 
 __all__ = ["API_VERSION", "KIND", "BadRequest", "Review", "is_v1_pod", "parse_review", "pod_problem"]
 

@@ -13,9 +13,9 @@ from enum import StrEnum
 
 from webhook.admission.budget import fit_audit, fit_warnings
 from webhook.admission.response import answer_tail, encode_patch
-from webhook.core.decision import Basis, Decision, Injection
-from webhook.core.namespace import Mode, NamespaceSettings
-from webhook.core.quota import RoomReading
+from webhook.core.model.decision import Basis, Decision, Injection
+from webhook.core.model.namespace import Mode, NamespaceSettings
+from webhook.core.model.resourcequota import RoomReading
 
 __all__ = ["Outcome", "Verdict", "source_kind", "verdict"]
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from webhook.cluster import metrics
 from webhook.config.policies import load_policy_text
-from webhook.core.policy import PolicyError, PolicySet
+from webhook.core.policy.policies import PolicyError, PolicySet
 
 __all__ = ["POLICY_KEY", "PolicyOutcome", "PolicySource"]
 

@@ -80,7 +80,7 @@ def _spec_and_annotations(obj: Obj) -> Hashable:
 
 
 def node_essentials(obj: Obj) -> Obj:
-    """What node fit reads of a Node (`webhook.core.nodefit`): name, labels, taints, schedulability and
+    """What node fit reads of a Node (`webhook.core.fit.placement`): name, labels, taints, schedulability and
     allocatable cpu and memory. A Node's images, conditions and managed fields are most of its size."""
     meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
     allocatable = status.get("allocatable") if isinstance(status.get("allocatable"), dict) else None
@@ -102,7 +102,7 @@ _CONTAINER_KEYS = ("name", "resources", "restartPolicy")
 
 
 def daemonset_essentials(obj: Obj) -> Obj:
-    """What `webhook.core.daemonsets` reads of a DaemonSet: its Pods' requests and placement. Images,
+    """What `webhook.core.fit.daemonsets` reads of a DaemonSet: its Pods' requests and placement. Images,
     volumes, commands and the status (rewritten as its Pods come and go) are never read."""
     meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
     template = spec.get("template")
@@ -130,7 +130,7 @@ def _node_relevant(obj: Obj) -> Hashable:
 
 
 def quota_essentials(obj: Obj) -> Obj:
-    """What `webhook.core.quota` reads of a ResourceQuota: hard, scopes, and status.used."""
+    """What `webhook.core.model.resourcequota` reads of a ResourceQuota: hard, scopes, and status.used."""
     meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
     return {
         "metadata": {key: meta[key] for key in ("name", "namespace", "resourceVersion") if key in meta},
@@ -162,14 +162,15 @@ _SPECS: tuple[WatchSpec, ...] = (
         field_selector=lambda s: f"metadata.name={s.policy_configmap}",
         enabled=lambda s: bool(s.policy_configmap),
     ),
-    # The autoscalers around each workload (webhook.core.autoscalers); VPAs only where the CRD is served.
+    # The autoscalers around each workload (webhook.core.model.autoscalers); VPAs only where the CRD is
+    # served.
     WatchSpec(
         HPAS,
         lambda api, _s: client.AutoscalingV2Api(api).list_horizontal_pod_autoscaler_for_all_namespaces,
         relevant=_spec_only,
     ),
     WatchSpec(VPAS, custom_list("autoscaling.k8s.io", "v1", VPAS), optional=True, relevant=_spec_only),
-    # The traffic path (webhook.core.traffic): Services, the Ingresses and routes to them, and the
+    # The traffic path (webhook.core.serving.traffic): Services, the Ingresses and routes to them, and the
     # IngressClasses that name the controller; Gateway API routes only where their CRDs are served.
     WatchSpec(
         SERVICES, lambda api, _s: client.CoreV1Api(api).list_service_for_all_namespaces,
@@ -191,13 +192,14 @@ _SPECS: tuple[WatchSpec, ...] = (
         GRPCROUTES, custom_list("gateway.networking.k8s.io", "v1", GRPCROUTES), optional=True,
         relevant=_spec_and_annotations,
     ),
-    # Node fit (webhook.core.nodefit) and quota (webhook.core.quota): without them (no RBAC) the Pod
-    # is sized as before, and /readyz says so. Quotas count every event: their status is what is read.
+    # Node fit (webhook.core.fit.placement) and quota (webhook.core.model.resourcequota): without them (no
+    # RBAC) the Pod is sized as before, and /readyz says so. Quotas count every event: their status is what is
+    # read.
     WatchSpec(
         NODES, lambda api, _s: client.CoreV1Api(api).list_node, relevant=_node_relevant,
         forbidden_ok=True, keep=node_essentials,
     ),
-    # What DaemonSets take on each node (webhook.core.daemonsets): without them, nodes count whole.
+    # What DaemonSets take on each node (webhook.core.fit.daemonsets): without them, nodes count whole.
     WatchSpec(
         DAEMONSETS, lambda api, _s: client.AppsV1Api(api).list_daemon_set_for_all_namespaces,
         relevant=_spec_only, forbidden_ok=True, keep=daemonset_essentials,

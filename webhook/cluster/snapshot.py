@@ -12,7 +12,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from webhook.config.settings import Settings
-from webhook.core.autoscalers import (
+from webhook.core.facts import LimitRangeItem, limit_range_items
+from webhook.core.fit.daemonsets import DaemonSetShare, index_with_daemonsets, parse_daemonset
+from webhook.core.fit.placement import NodeIndex, parse_node
+from webhook.core.model.autoscalers import (
     Hpa,
     Ignored,
     NamespaceAutoscalers,
@@ -21,13 +24,9 @@ from webhook.core.autoscalers import (
     parse_hpa,
     parse_vpa,
 )
-from webhook.core.daemonsets import DaemonSetShare, index_with_daemonsets, parse_daemonset
-from webhook.core.facts import LimitRangeItem, limit_range_items
-from webhook.core.inputs import BASE_LABEL_KEYS
-from webhook.core.nodefit import NodeIndex, parse_node
-from webhook.core.policy import PolicySet
-from webhook.core.quota import Quota, parse_quota
-from webhook.core.routes import (
+from webhook.core.model.inputs import BASE_LABEL_KEYS
+from webhook.core.model.resourcequota import Quota, parse_quota
+from webhook.core.model.routes import (
     NamespaceTraffic,
     Route,
     Service,
@@ -37,6 +36,7 @@ from webhook.core.routes import (
     parse_route,
     parse_service,
 )
+from webhook.core.policy.policies import PolicySet
 from webhook.core.snapshot import ClusterSnapshot
 
 __all__ = ["Objects", "ParseCache", "build_snapshot", "node_index", "quotas_by_namespace", "traffic_index"]
@@ -188,7 +188,8 @@ def node_index(
     objects: Sequence[Obj], cache: ParseCache, daemonsets: Sequence[Obj] | None = None
 ) -> NodeIndex:
     """Every node's shape, less what the DaemonSets landing on it take (None: DaemonSets not known),
-    grouped (`webhook.core.nodefit`, `webhook.core.daemonsets`); rebuilt only when one of them changed."""
+    grouped (`webhook.core.fit.placement`, `webhook.core.fit.daemonsets`); rebuilt only when one of them
+    changed."""
     versions = (_versions(objects), None if daemonsets is None else _versions(daemonsets))
     shapes = [cache.get("nodes", obj, parse_node) for obj in objects]
     shares = None if daemonsets is None else [

@@ -27,7 +27,7 @@ from webhook.commands.options import (
 )
 from webhook.commands.parser import exits, take
 from webhook.config.policies import bundled_policies, load_policy_file
-from webhook.core.policy import PolicySet
+from webhook.core.policy.policies import PolicySet
 from webhook.profiles.prometheus import Prometheus
 from webhook.profiles.store import ProfileStore
 

@@ -21,8 +21,8 @@ import sys
 
 from webhook.config.settings import SettingsError
 from webhook.config.yamltext import ReadError
-from webhook.core.policy import PolicyError
-from webhook.core.quantity import QuantityError
+from webhook.core.model.quantity import QuantityError
+from webhook.core.policy.policies import PolicyError
 from webhook.offline.sources import SourceError
 from webhook.profiles.connection import ConnectionSettingsError
 

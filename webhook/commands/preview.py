@@ -22,8 +22,8 @@ from webhook.commands.failures import FINDINGS, InputError
 from webhook.commands.options import manifests_given, stored_profiles
 from webhook.commands.parser import exits, take
 from webhook.config.policies import bundled_policies, load_policy_file
-from webhook.core.namespace import Mode, label_problems
-from webhook.core.policy import PolicySet
+from webhook.core.model.namespace import Mode, label_problems
+from webhook.core.policy.policies import PolicySet
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
 from webhook.offline.inputs import read_inputs
 from webhook.offline.preview import Preview, Previewed, dump_yaml, notes, preview_inputs

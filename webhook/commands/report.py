@@ -31,7 +31,7 @@ from webhook.commands.options import (
 from webhook.commands.parser import exits, take
 from webhook.config.policies import bundled_policies, load_policy_file
 from webhook.config.yamltext import read_input
-from webhook.core.policy import PolicySet
+from webhook.core.policy.policies import PolicySet
 from webhook.profiles.store import ProfileStore
 from webhook.report.manifests import manifests_report
 from webhook.report.model import Report

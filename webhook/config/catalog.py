@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 
 from webhook.config import values
 from webhook.config.option import Option, argument, setting
-from webhook.core.namespace import Mode
+from webhook.core.model.namespace import Mode
 from webhook.profiles.build import BuildSettings
 from webhook.profiles.connection import COMPRESSIONS
 from webhook.profiles.strategy import AGGREGATES, StrategySettings

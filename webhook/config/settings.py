@@ -16,7 +16,7 @@ from typing import Any
 
 from webhook.config.catalog import CATALOG
 from webhook.config.option import ENV_PREFIX, Option, SettingsError
-from webhook.core.namespace import Mode
+from webhook.core.model.namespace import Mode
 from webhook.profiles.connection import (
     COMPRESSIONS,
     ConnectionSettingsError,

@@ -1,7 +1,7 @@
 """The resize controller's boost duty: gives boosted Pods their steady CPU back, in place, once started.
 
 It watches Pods labelled `pod-tailor.io/boosted=true` (list+watch with a label selector, nothing
-else), and for each one whose time has come (`webhook.core.boostmark.revert_due`) asks the `Resizer`
+else), and for each one whose time has come (`webhook.core.boost.record.revert_due`) asks the `Resizer`
 for the steady values in the Pod's own record. It then follows the kubelet's answer: done (the label
 goes, the record says so), `PodResizePending` Infeasible (given up, recorded, counted), Deferred or in
 progress (waited for; the kubelet retries). What the API server answers means what it means to the
@@ -25,7 +25,7 @@ from kubernetes import client
 from webhook.cluster.watch import Watched
 from webhook.controllers.controller_metrics import ResizeMetrics
 from webhook.controllers.resizer import Resizer, name_of
-from webhook.core.boostmark import (
+from webhook.core.boost.record import (
     BOOST_ANNOTATION,
     BOOSTED_LABEL,
     BoostRecord,
@@ -33,7 +33,7 @@ from webhook.core.boostmark import (
     revert_due,
     started_at,
 )
-from webhook.core.quantity import QuantityError, parse
+from webhook.core.model.quantity import QuantityError, parse
 
 __all__ = ["BoostController"]
 

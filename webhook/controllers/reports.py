@@ -37,9 +37,9 @@ from kubernetes.client.exceptions import ApiException
 
 from webhook.cluster.watch import Watched
 from webhook.controllers.controller_metrics import ReportMetrics
-from webhook.core.namespace import Mode
+from webhook.core.model.namespace import Mode
+from webhook.core.model.workload import WorkloadKey, pod_workload
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
-from webhook.core.workload import WorkloadKey, pod_workload
 from webhook.offline.sources import SourceError, pod_sources
 from webhook.report.collect import collected
 from webhook.report.evaluate import evaluate

@@ -2,7 +2,7 @@
 
 Each pass, while leading, walks the running Pods of opted-in namespaces (enforce mode, policy
 `inPlace.enabled`, no `pod-tailor.io/rightsize=off` label) and asks for what
-`webhook.core.rightsize.plan_resize` plans, within the maintenance windows, at most
+`webhook.core.resize.plan.plan_resize` plans, within the maintenance windows, at most
 max(1, maxConcurrentPercent) of a workload's Pods resizing at once and `--max-resizes-per-minute`
 across the cluster. It reads the facts admission reads (the cluster and profile snapshots the
 webhook's refreshers keep, handed in as callables), plus Pods, Nodes and ResourceQuotas of its own
@@ -28,16 +28,23 @@ from kubernetes import client
 from webhook.cluster.watch import Watched
 from webhook.controllers.controller_metrics import ResizeMetrics
 from webhook.controllers.resizer import Resizer, name_of
-from webhook.core.boost import cluster_can_resize
-from webhook.core.inplace import open_window
-from webhook.core.nodefree import free_allocatable
-from webhook.core.pacing import RateLimit, workload_room
-from webhook.core.quantity import QuantityError, parse
-from webhook.core.quota import Quota, parse_quota, room
-from webhook.core.resizemark import RESIZED_ANNOTATION, Entry, Progress, read_history, resize_progress, stamp
-from webhook.core.rightsize import Around, Plan, namespace_stop, not_eligible, plan_resize
+from webhook.core.boost.container import cluster_can_resize
+from webhook.core.fit.nodefree import free_allocatable
+from webhook.core.model.quantity import QuantityError, parse
+from webhook.core.model.resourcequota import Quota, parse_quota, room
+from webhook.core.model.workload import WorkloadKey, pod_workload
+from webhook.core.policy.inplace import open_window
+from webhook.core.resize.history import (
+    RESIZED_ANNOTATION,
+    Entry,
+    Progress,
+    read_history,
+    resize_progress,
+    stamp,
+)
+from webhook.core.resize.pacing import RateLimit, workload_room
+from webhook.core.resize.plan import Around, Plan, namespace_stop, not_eligible, plan_resize
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
-from webhook.core.workload import WorkloadKey, pod_workload
 
 __all__ = ["RightsizeController"]
 

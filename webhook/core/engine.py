@@ -24,21 +24,21 @@ from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
-from webhook.core.annotations import within_limits
-from webhook.core.decision import POD_TARGET, Decision
-from webhook.core.explain import explanation
 from webhook.core.facts import ClusterFacts
-from webhook.core.namespace import Mode, NamespaceSettings
-from webhook.core.pod import INJECTED_ANNOTATION, containers, exclusions, malformed
-from webhook.core.policy import Policy
-from webhook.core.profile import WorkloadProfiles
-from webhook.core.qos import qos_class
-from webhook.core.quotafit import charges
+from webhook.core.fit.quota import charges
+from webhook.core.model.annotations import within_limits
+from webhook.core.model.decision import POD_TARGET, Decision
+from webhook.core.model.explain import explanation
+from webhook.core.model.namespace import Mode, NamespaceSettings
+from webhook.core.model.pod import INJECTED_ANNOTATION, containers, exclusions, malformed
+from webhook.core.model.profile import WorkloadProfiles
+from webhook.core.model.qos import qos_class
+from webhook.core.model.workload import WorkloadKey, pod_workload
+from webhook.core.policy.policies import Policy
+from webhook.core.policy.statistic import for_workload
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
-from webhook.core.statistic import for_workload
 from webhook.core.steps import check_headroom, classify, fit, hold, probe, quota, shut_down, size, start_boost
 from webhook.core.steps.context import Context, Step, open_context
-from webhook.core.workload import WorkloadKey, pod_workload
 
 __all__ = ["STEPS", "decide", "tailor"]
 
@@ -165,7 +165,7 @@ def decide(
     `checked`: the caller found `malformed(pod)` None already (the admission path refuses such a Pod
     with a 400 before deciding), so it is not checked twice. `pending`: what Pods admitted in the
     last seconds charge the namespace's quotas that their status does not show yet (the server's
-    ledger; `webhook.core.quota`).
+    ledger; `webhook.core.model.resourcequota`).
     """
     settings = cluster.settings_for(namespace)
     policy = cluster.policies.get(settings.policy)

@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
-from webhook.core.autoscalers import Autoscalers, NamespaceAutoscalers, around
-from webhook.core.nodefit import NodeIndex
-from webhook.core.quantity import QuantityError, parse
-from webhook.core.quota import Quota
-from webhook.core.routes import NamespaceTraffic
-from webhook.core.workload import WorkloadKey
+from webhook.core.fit.placement import NodeIndex
+from webhook.core.model.autoscalers import Autoscalers, NamespaceAutoscalers, around
+from webhook.core.model.quantity import QuantityError, parse
+from webhook.core.model.resourcequota import Quota
+from webhook.core.model.routes import NamespaceTraffic
+from webhook.core.model.workload import WorkloadKey
 
 __all__ = ["ClusterFacts", "LimitRangeItem", "limit_range_items", "parse_server_version", "ratio_breached"]
 
@@ -45,7 +45,7 @@ class ClusterFacts:
     pending: Mapping[str, Mapping[str, Decimal]] = field(default_factory=dict)
 
     def around(self, pod: Mapping[str, Any], workload: WorkloadKey | None) -> Autoscalers:
-        """The HPAs and VPAs that target the workload of `pod` (see `webhook.core.autoscalers`)."""
+        """The HPAs and VPAs that target the workload of `pod` (see `webhook.core.model.autoscalers`)."""
         return around(self.autoscalers, pod, workload)
 
     def supports_native_sleep(self) -> bool | None:

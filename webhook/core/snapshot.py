@@ -10,16 +10,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from webhook.core.autoscalers import NamespaceAutoscalers
 from webhook.core.facts import ClusterFacts, LimitRangeItem
-from webhook.core.inputs import BASE_LABEL_KEYS
-from webhook.core.namespace import Mode, NamespaceSettings, namespace_settings
-from webhook.core.nodefit import NodeIndex
-from webhook.core.policy import PolicySet
-from webhook.core.profile import ProfileIndex, WorkloadProfiles
-from webhook.core.quota import Quota
-from webhook.core.routes import NamespaceTraffic
-from webhook.core.workload import WorkloadKey
+from webhook.core.fit.placement import NodeIndex
+from webhook.core.model.autoscalers import NamespaceAutoscalers
+from webhook.core.model.inputs import BASE_LABEL_KEYS
+from webhook.core.model.namespace import Mode, NamespaceSettings, namespace_settings
+from webhook.core.model.profile import ProfileIndex, WorkloadProfiles
+from webhook.core.model.resourcequota import Quota
+from webhook.core.model.routes import NamespaceTraffic
+from webhook.core.model.workload import WorkloadKey
+from webhook.core.policy.policies import PolicySet
 
 __all__ = ["EMPTY_PROFILES", "ClusterSnapshot", "ProfileSnapshot"]
 
@@ -55,7 +55,7 @@ class ClusterSnapshot:
     def label_keys_read(self, namespace: str) -> frozenset[str]:
         """Pod label keys a decision in `namespace` reads besides the `pod-tailor.io/` ones.
 
-        The verdict cache's key keeps only these labels (`webhook.core.inputs`); a feature that matches
+        The verdict cache's key keeps only these labels (`webhook.core.model.inputs`); a feature that matches
         Pod labels (e.g. against Service selectors) adds the keys it reads in that namespace here.
         """
         keys = self.label_keys.get(namespace, BASE_LABEL_KEYS)

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from webhook.core.policy import PolicySet
+from webhook.core.policy.policies import PolicySet
 from webhook.dashboard.dryrun import DryRunSeen, read_dry_run
 from webhook.profiles.prometheus import Prometheus
 from webhook.profiles.store import ProfileStore

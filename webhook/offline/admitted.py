@@ -18,8 +18,8 @@ from typing import Any
 import orjson
 
 from webhook.core.facts import LimitRangeItem
-from webhook.core.pod import LIMIT_RANGER_ANNOTATION, containers, malformed
-from webhook.core.quantity import render
+from webhook.core.model.pod import LIMIT_RANGER_ANNOTATION, containers, malformed
+from webhook.core.model.quantity import render
 
 __all__ = ["as_created", "json_copy", "limit_range_defaults"]
 

@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from webhook.core.autoscalers import Hpa, Ignored, Vpa, index_autoscalers, parse_autoscaler
+from webhook.core.model.autoscalers import Hpa, Ignored, Vpa, index_autoscalers, parse_autoscaler
 from webhook.core.snapshot import ClusterSnapshot
 
 __all__ = ["KINDS", "with_manifest_autoscalers"]

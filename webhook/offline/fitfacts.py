@@ -3,13 +3,13 @@ quota offline.
 
 A platform team previews a chart against the cluster it targets by adding that cluster's Nodes
 (`kubectl get nodes -o yaml`) and the namespace's ResourceQuotas to the input; the preview then caps
-and falls back exactly as the server does (`webhook.core.fit`, `webhook.core.quotafit`). Nodes given
+and falls back exactly as the server does (`webhook.core.fit.nodes`, `webhook.core.fit.quota`). Nodes given
 in files are added to those the snapshot knows (from `--cluster`, or none); quotas land in the
 namespace the Pods would (`-n`, else their own, else `default`), a file's quota replacing the
 cluster's of the same name. A `List` (what `kubectl get -o yaml` writes) is read item by item by
 the caller. The offline path has no ledger: each Pod is decided against `status.used` as given.
 DaemonSets in the input (a manifest set often ships some) are subtracted from the nodes as the server
-subtracts the cluster's (`webhook.core.daemonsets`), a file's replacing the cluster's of the same name;
+subtracts the cluster's (`webhook.core.fit.daemonsets`), a file's replacing the cluster's of the same name;
 a DaemonSet's own Pods get their share back, as on the server.
 """
 
@@ -19,9 +19,9 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from webhook.core.daemonsets import DaemonSetShare, index_with_daemonsets, members, parse_daemonset
-from webhook.core.nodefit import NodeShape, parse_node
-from webhook.core.quota import Quota, parse_quota
+from webhook.core.fit.daemonsets import DaemonSetShare, index_with_daemonsets, members, parse_daemonset
+from webhook.core.fit.placement import NodeShape, parse_node
+from webhook.core.model.resourcequota import Quota, parse_quota
 from webhook.core.snapshot import ClusterSnapshot
 
 __all__ = ["KINDS", "with_manifest_nodes_and_quotas"]

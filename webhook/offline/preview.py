@@ -17,12 +17,12 @@ import jsonpatch
 import yaml
 
 from webhook.admission.verdict import verdict
-from webhook.core.decision import Decision, PatchOp
 from webhook.core.engine import decide
-from webhook.core.namespace import Mode, NamespaceSettings
-from webhook.core.patch import pointer
+from webhook.core.model.decision import Decision, PatchOp
+from webhook.core.model.namespace import Mode, NamespaceSettings
+from webhook.core.model.patch import pointer
+from webhook.core.model.workload import CLAIM_TEMPLATES
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
-from webhook.core.workload import CLAIM_TEMPLATES
 from webhook.offline.admitted import as_created, json_copy
 from webhook.offline.facts import with_manifest_facts
 from webhook.offline.inputs import Input

@@ -4,7 +4,7 @@ Each `PodSource` knows where its pod-shaped object sits inside the document (a J
 so the engine's patch can be applied to, or shown against, the document itself. A manifest the API
 server would refuse (no containers, a containerPort that is no number, negative replicas) is a
 SourceError naming what is wrong, for `preview`, `report` and the dashboard alike: the Pod is judged by
-the server's own check (`webhook.core.pod.malformed`), the workload's counts here.
+the server's own check (`webhook.core.model.pod.malformed`), the workload's counts here.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.config.yamltext import yaml_documents
-from webhook.core.pod import malformed
-from webhook.core.workload import WorkloadKey, pod_workload
+from webhook.core.model.pod import malformed
+from webhook.core.model.workload import WorkloadKey, pod_workload
 
 __all__ = [
     "TEMPLATE_PATHS",

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from webhook.core.statistic import CpuStatistic
+from webhook.core.policy.statistic import CpuStatistic
 from webhook.profiles import queries
 from webhook.profiles.checkpoint import checkpoint_key
 from webhook.profiles.resolution import AUTO

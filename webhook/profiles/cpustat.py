@@ -16,8 +16,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 
-from webhook.core.statistic import CpuStatistic
-from webhook.core.workload import WorkloadKey
+from webhook.core.model.workload import WorkloadKey
+from webhook.core.policy.statistic import CpuStatistic
 from webhook.profiles import queries
 from webhook.profiles.budgets import BuildSettings, batch_budget
 from webhook.profiles.exact import Pool, by_pod, top_fetch

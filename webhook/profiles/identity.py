@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from webhook.core.workload import WorkloadKey, owner_workload
+from webhook.core.model.workload import WorkloadKey, owner_workload
 from webhook.profiles import queries
 from webhook.profiles.prometheus import Prometheus, PrometheusError, Sample
 

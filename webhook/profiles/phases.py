@@ -16,9 +16,9 @@ from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from webhook.core.profile import ContainerProfile, Recommendation
-from webhook.core.statistic import CpuStatistic
-from webhook.core.workload import WorkloadKey
+from webhook.core.model.profile import ContainerProfile, Recommendation
+from webhook.core.model.workload import WorkloadKey
+from webhook.core.policy.statistic import CpuStatistic
 from webhook.profiles import queries
 from webhook.profiles.budgets import BuildSettings, fleet_budget, totals_pieces
 from webhook.profiles.checkpoint import Checkpoint

@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from webhook.core.profile import NoRecommendation, Recommendation
-from webhook.core.workload import WorkloadKey
+from webhook.core.model.profile import NoRecommendation, Recommendation
+from webhook.core.model.workload import WorkloadKey
 from webhook.profiles import checkpoint
 from webhook.profiles.build import BuildResult, BuildSettings, build_profiles
 from webhook.profiles.connection import PrometheusConnection

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from webhook.core.profile import (
+from webhook.core.model.profile import (
     ContainerProfile,
     Evidence,
     NoRecommendation,
@@ -28,9 +28,9 @@ from webhook.core.profile import (
     TrailPoint,
     UsageTotals,
 )
-from webhook.core.quantity import QuantityError, parse, render, render_bytes, render_cpu
+from webhook.core.model.quantity import QuantityError, parse, render, render_bytes, render_cpu
+from webhook.core.model.workload import WorkloadKey
 from webhook.core.snapshot import ProfileSnapshot
-from webhook.core.workload import WorkloadKey
 from webhook.profiles.summary import UsageSummary, decode_summaries, encode_summary
 
 __all__ = [

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, Decimal
 
-from webhook.core.profile import ContainerProfile, Evidence, NoRecommendation, Recommendation
+from webhook.core.model.profile import ContainerProfile, Evidence, NoRecommendation, Recommendation
 
 __all__ = [
     "ContainerHistory",

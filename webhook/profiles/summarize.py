@@ -33,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook.core.workload import WorkloadKey
+from webhook.core.model.workload import WorkloadKey
 from webhook.profiles import queries
 from webhook.profiles.budgets import SUMMARY_FINE, SUMMARY_PIECE, SUMMARY_POINTS, SUMMARY_SHARE
 from webhook.profiles.checkpoint import Checkpoint

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from webhook.core.quantity import QuantityError, parse, render_bytes, render_cpu
+from webhook.core.model.quantity import QuantityError, parse, render_bytes, render_cpu
 
 __all__ = ["HOURS", "QUANTILES", "UsageSummary", "decode_summaries", "decode_summary", "encode_summary"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from webhook.core.profile import NoRecommendation, Recommendation
-from webhook.core.quantity import render_bytes, render_cpu
+from webhook.core.model.profile import NoRecommendation, Recommendation
+from webhook.core.model.quantity import render_bytes, render_cpu
 from webhook.profiles.store import ProfileDocument, WorkloadEntry
 
 __all__ = ["render_table", "select"]

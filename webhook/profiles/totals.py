@@ -1,7 +1,7 @@
 """The workload's total usage peak per container (summed over its Pods): what an HPA's headroom needs.
 
 Per-Pod history says how big one Pod should be; whether an HPA can carry the workload at its busiest
-(`webhook.core.headroom`) needs the whole: the peak of the usage of all its Pods added up at the same
+(`webhook.core.sizing.headroom`) needs the whole: the peak of the usage of all its Pods added up at the same
 moment. Prometheus adds the Pods up by a group label made from their names (one query, sliced like
 the big passes when it is refused for loading too many samples); each group is then mapped to the
 workload of its Pods through the build's own identity (`Owners.workload`), so the totals land on
@@ -22,8 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from typing import Any
 
-from webhook.core.profile import ContainerProfile, Recommendation, UsageTotals
-from webhook.core.workload import WorkloadKey
+from webhook.core.model.profile import ContainerProfile, Recommendation, UsageTotals
+from webhook.core.model.workload import WorkloadKey
 from webhook.profiles import queries
 from webhook.profiles.budgets import MIN_SPAN, TOTALS_STEP
 from webhook.profiles.checkpoint import Checkpoint

@@ -1,7 +1,7 @@
 """What the step limit needs across restarts: each recommendation's earlier values, carried on every write.
 
 The engine serves a recommendation at most a bounded step from the one served before
-(`webhook.core.steady`, per the namespace policy). The state that needs is not in any process: every
+(`webhook.core.sizing.steady`, per the namespace policy). The state that needs is not in any process: every
 write to a store carries, per container, the trail of what the earlier builds recommended (the
 previous document's trail plus its own value, the latest build of each UTC day, for a week), and
 stamps each recommendation with its build time. Every writer (`profiles build`, `recommend`, `serve`'s
@@ -13,9 +13,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
-from webhook.core.profile import ContainerProfile, Recommendation, TrailPoint
-from webhook.core.steady import DAY
-from webhook.core.workload import WorkloadKey
+from webhook.core.model.profile import ContainerProfile, Recommendation, TrailPoint
+from webhook.core.model.workload import WorkloadKey
+from webhook.core.sizing.steady import DAY
 from webhook.profiles.store import ProfileDocument, ProfileStore, StoreError, WorkloadEntry
 
 __all__ = ["KEEP_DAYS", "TrailingStore", "carry_trails"]

@@ -29,7 +29,7 @@ from webhook.cluster.watch import Watched
 from webhook.config.policies import bundled_policies, load_policy_file
 from webhook.config.settings import Settings
 from webhook.core.facts import parse_server_version
-from webhook.core.policy import PolicySet
+from webhook.core.policy.policies import PolicySet
 from webhook.core.snapshot import ClusterSnapshot
 from webhook.refreshers.state import State
 

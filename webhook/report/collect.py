@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from webhook.config.yamltext import ReadError, read_input
-from webhook.core.workload import pod_workload
+from webhook.core.model.workload import pod_workload
 from webhook.offline.dryrun import controller_pod
 from webhook.offline.inputs import MANIFEST_SUFFIXES, manifest_paths
 from webhook.offline.sources import (

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 import yaml
 
-from webhook.core.quantity import render
+from webhook.core.model.quantity import render
 from webhook.profiles.store import encode_profile
 from webhook.profiles.summary import encode_summary
 from webhook.report.model import (

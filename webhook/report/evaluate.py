@@ -11,15 +11,15 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from webhook.core.decision import Basis, Decision, Injection
 from webhook.core.engine import decide
-from webhook.core.namespace import MODE_LABEL, Mode
-from webhook.core.pod import ContainerRef, containers, is_long_running, limit_ranger_marks, serving_port
-from webhook.core.podlimits import pod_total
-from webhook.core.profile import Recommendation, WorkloadProfiles
-from webhook.core.quantity import QuantityError, parse
+from webhook.core.model.decision import Basis, Decision, Injection
+from webhook.core.model.namespace import MODE_LABEL, Mode
+from webhook.core.model.pod import ContainerRef, containers, is_long_running, limit_ranger_marks, serving_port
+from webhook.core.model.profile import Recommendation, WorkloadProfiles
+from webhook.core.model.quantity import QuantityError, parse
+from webhook.core.model.workload import WorkloadKey, pod_workload
+from webhook.core.sizing.podlimits import pod_total
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
-from webhook.core.workload import WorkloadKey, pod_workload
 from webhook.offline.admitted import as_created
 from webhook.profiles.summary import UsageSummary
 from webhook.report.collect import Collected

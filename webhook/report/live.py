@@ -27,11 +27,11 @@ from webhook.cluster.snapshot import build_snapshot
 from webhook.config.policies import bundled_policies
 from webhook.config.settings import Settings
 from webhook.core.facts import parse_server_version
-from webhook.core.namespace import MODE_LABEL, Mode, label_problems
-from webhook.core.policy import PolicySet
-from webhook.core.resizemark import resized_in_place
+from webhook.core.model.namespace import MODE_LABEL, Mode, label_problems
+from webhook.core.model.workload import pod_workload
+from webhook.core.policy.policies import PolicySet
+from webhook.core.resize.history import resized_in_place
 from webhook.core.snapshot import ClusterSnapshot
-from webhook.core.workload import pod_workload
 from webhook.offline.sources import SourceError, pod_sources
 from webhook.report.collect import Collected, collected
 from webhook.report.progress import Progress

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from webhook.core.policy import PolicySet
+from webhook.core.policy.policies import PolicySet
 from webhook.core.snapshot import ClusterSnapshot
 from webhook.offline.facts import with_manifest_facts
 from webhook.report.collect import read_manifests

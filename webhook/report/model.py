@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from webhook.core.profile import ContainerProfile
+from webhook.core.model.profile import ContainerProfile
 from webhook.profiles.summary import UsageSummary
 
 __all__ = [

@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from webhook.core.policy import Policy
-from webhook.core.profile import NoRecommendation, Recommendation
+from webhook.core.model.profile import NoRecommendation, Recommendation
+from webhook.core.policy.policies import Policy
 from webhook.report.model import Added, ContainerReport, Origin, WorkloadReport
 from webhook.report.units import amount
 

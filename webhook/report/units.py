@@ -1,6 +1,6 @@
 """Quantities as a person reads them in a table or on a chart axis (`3.2` cores, `1.5Gi`).
 
-The json, yaml and csv outputs keep the exact Kubernetes strings (`webhook.core.quantity.render`);
+The json, yaml and csv outputs keep the exact Kubernetes strings (`webhook.core.model.quantity.render`);
 these shorter forms are for text and pictures, where `125000m` or `3758096384` help nobody.
 """
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from webhook.core.model.workload import WorkloadKey
 from webhook.core.snapshot import ProfileSnapshot
-from webhook.core.workload import WorkloadKey
 from webhook.profiles.build import BuildSettings
 from webhook.profiles.prometheus import PrometheusError
 from webhook.profiles.runner import BuildRun, build_once

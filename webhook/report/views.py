@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
 from html import escape
 
-from webhook.core.profile import NoRecommendation, Recommendation
+from webhook.core.model.profile import NoRecommendation, Recommendation
 from webhook.report.charts import Marker, bars, distribution, hourly
 from webhook.report.model import RESOURCE_FIELDS, ContainerReport, Report, Totals, WorkloadReport
 from webhook.report.page import Cell, card, table

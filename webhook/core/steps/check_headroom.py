@@ -1,4 +1,4 @@
-"""Step: warnings about the HPAs around the workload (`webhook.core.headroom`).
+"""Step: warnings about the HPAs around the workload (`webhook.core.sizing.headroom`).
 
 Reads `scalers`, the injections (the requests after the patch), the profiles' workload totals and
 `pod_level`. Adds warnings only: an HPA that cannot hold its target at the observed peak, a container
@@ -7,7 +7,7 @@ an HPA on utilization counts but that has no request.
 
 from __future__ import annotations
 
-from webhook.core.headroom import hpa_warnings
+from webhook.core.sizing.headroom import hpa_warnings
 from webhook.core.steps.context import Context, Step
 
 __all__ = ["STEP"]

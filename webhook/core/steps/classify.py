@@ -1,4 +1,4 @@
-"""Step: the Pod's workload class and its containers' (`webhook.core.classes`); runs first.
+"""Step: the Pod's workload class and its containers' (`webhook.core.policy.classes`); runs first.
 
 Reads the policy's `classes`, the workload's kind (or the Pod's owner), the Pod's images, container
 names, priorityClassName, labels and its StatefulSet's volumeClaimTemplates (`claim_templates`).
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from webhook.core.classes import container_class, pod_class
-from webhook.core.decision import Note
-from webhook.core.policy import Policy
+from webhook.core.model.decision import Note
+from webhook.core.model.workload import claim_templates, pod_workload
+from webhook.core.policy.classes import container_class, pod_class
+from webhook.core.policy.policies import Policy
 from webhook.core.steps.context import Context, Step
-from webhook.core.workload import claim_templates, pod_workload
 
 __all__ = ["STEP"]
 

@@ -13,14 +13,12 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, NamedTuple
 
-from webhook.core.autoscalers import Autoscalers
-from webhook.core.caps import CreatedTotals
-from webhook.core.classes import WorkloadClass
-from webhook.core.decision import Cap, Injection, Note
 from webhook.core.facts import ClusterFacts
-from webhook.core.holds import Hold
-from webhook.core.patch import PatchBuilder
-from webhook.core.pod import (
+from webhook.core.fit.caps import CreatedTotals
+from webhook.core.model.autoscalers import Autoscalers
+from webhook.core.model.decision import Cap, Injection, Note
+from webhook.core.model.patch import PatchBuilder
+from webhook.core.model.pod import (
     PROBE_PATH_ANNOTATION,
     ContainerRef,
     Exclusions,
@@ -28,13 +26,15 @@ from webhook.core.pod import (
     is_long_running,
     serving_port,
 )
-from webhook.core.policy import FEATURES, Policy
-from webhook.core.profile import WorkloadProfiles
-from webhook.core.quota import RoomReading
-from webhook.core.serving import served_ports
-from webhook.core.shutdown import is_windows
-from webhook.core.traffic import TrafficPath, traffic_path
-from webhook.core.workload import WorkloadKey
+from webhook.core.model.profile import WorkloadProfiles
+from webhook.core.model.resourcequota import RoomReading
+from webhook.core.model.workload import WorkloadKey
+from webhook.core.policy.classes import WorkloadClass
+from webhook.core.policy.policies import FEATURES, Policy
+from webhook.core.serving.ports import served_ports
+from webhook.core.serving.shutdown import is_windows
+from webhook.core.serving.traffic import TrafficPath, traffic_path
+from webhook.core.sizing.holds import Hold
 
 __all__ = ["Context", "Step", "open_context"]
 
@@ -95,7 +95,7 @@ class Context:
 
     def serves(self, ref: ContainerRef) -> bool:
         """Whether `ref` serves traffic, in a long-running Pod: when a Service selects the Pod, a
-        container it sends to (`webhook.core.serving`); else a regular container with a TCP port."""
+        container it sends to (`webhook.core.serving.ports`); else a regular container with a TCP port."""
         if ref.group != "containers" or not self.serving_pod:
             return False
         if self.served is not None:

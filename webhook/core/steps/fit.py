@@ -1,4 +1,4 @@
-"""Step: node fit (`webhook.core.fit`): the Pod's injected requests never exceed the largest node it may
+"""Step: node fit (`webhook.core.fit.nodes`): the Pod's injected requests never exceed the largest node it may
 be scheduled on.
 
 Reads the injections so far (the sized requests), the nodes, the policy's `fit`. Lowers injected
@@ -8,7 +8,7 @@ start-up boost may still take on that node.
 
 from __future__ import annotations
 
-from webhook.core.fit import fit_pod
+from webhook.core.fit.nodes import fit_pod
 from webhook.core.steps.context import Context, Step
 
 __all__ = ["STEP"]

@@ -1,4 +1,4 @@
-"""Step: which container resources an autoscaler owns (`webhook.core.holds`), for sizing and the boost.
+"""Step: which container resources an autoscaler owns (`webhook.core.sizing.holds`), for sizing and the boost.
 
 Reads `scalers`, `sizeable`, the policy's `autoscalers` section. Adds `holds` (container -> resource
 -> Hold): a VPA's resources are left to it, an HPA's utilization resources are not sized from history.
@@ -6,7 +6,7 @@ Reads `scalers`, `sizeable`, the policy's `autoscalers` section. Adds `holds` (c
 
 from __future__ import annotations
 
-from webhook.core.holds import container_holds
+from webhook.core.sizing.holds import container_holds
 from webhook.core.steps.context import Context, Step
 
 __all__ = ["STEP"]

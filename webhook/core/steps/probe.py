@@ -1,4 +1,4 @@
-"""Step: readiness, startup and liveness probes for serving containers (`webhook.core.probes`).
+"""Step: readiness, startup and liveness probes for serving containers (`webhook.core.serving.probes`).
 
 Reads `sizeable`, which containers serve (when a Service selects the Pod, only those it sends to),
 the Pod's `pod-tailor.io/probe-path`, the ports the Services send to, the profiles (an observed
@@ -8,10 +8,10 @@ probe checks a port no selecting Service sends to.
 
 from __future__ import annotations
 
-from webhook.core.decision import Note
-from webhook.core.probes import probe_container
+from webhook.core.model.decision import Note
+from webhook.core.serving.probes import probe_container
+from webhook.core.serving.traffic import readiness_gap
 from webhook.core.steps.context import Context, Step
-from webhook.core.traffic import readiness_gap
 
 __all__ = ["STEP"]
 

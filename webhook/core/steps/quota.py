@@ -1,4 +1,4 @@
-"""Step: ResourceQuota (`webhook.core.quotafit`): supply what a quota requires, fall back where an
+"""Step: ResourceQuota (`webhook.core.fit.quota`): supply what a quota requires, fall back where an
 injected value would take the namespace past `hard`.
 
 Reads the injections so far, the namespace's quotas and the charges of Pods admitted in the last
@@ -9,7 +9,7 @@ that room (`room_reading`, for the verdict cache).
 
 from __future__ import annotations
 
-from webhook.core.quotafit import quota_pod
+from webhook.core.fit.quota import quota_pod
 from webhook.core.steps.context import Context, Step
 
 __all__ = ["STEP"]

@@ -1,4 +1,4 @@
-"""Step: a clean shutdown (`webhook.core.shutdown`): a preStop sleep for serving containers, then a
+"""Step: a clean shutdown (`webhook.core.serving.shutdown`): a preStop sleep for serving containers, then a
 grace period that covers the longest sleep plus the drain.
 
 Reads `sizeable`, which containers serve, the traffic path (the pause grows with the furthest hop),
@@ -8,10 +8,10 @@ a grace period a person set, the server version (native sleep or exec). Adds `li
 
 from __future__ import annotations
 
-from webhook.core.pod import containers
-from webhook.core.shutdown import existing_sleep, grace_period, grace_set_by_person, pre_stop
+from webhook.core.model.pod import containers
+from webhook.core.serving.shutdown import existing_sleep, grace_period, grace_set_by_person, pre_stop
+from webhook.core.serving.traffic import pause_for
 from webhook.core.steps.context import Context, Step
-from webhook.core.traffic import pause_for
 
 __all__ = ["STEP"]
 

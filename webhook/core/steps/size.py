@@ -1,4 +1,4 @@
-"""Step: requests and limits for every sizeable container (`webhook.core.resources`).
+"""Step: requests and limits for every sizeable container (`webhook.core.sizing.resources`).
 
 Reads `sizeable`, `holds`, `pod_level`, the profiles, the LimitRanges (Container and Pod items),
 LimitRanger's marks and the requests pod-tailor itself guessed on an earlier pass. Adds the resource
@@ -7,13 +7,13 @@ patch, injections and warnings, and a note per VPA for what was left to it.
 
 from __future__ import annotations
 
-from webhook.core.decision import Injection
-from webhook.core.holds import deferral_notes
-from webhook.core.patch import PatchBuilder
-from webhook.core.pod import ContainerRef, guessed_requests, limit_ranger_marks
-from webhook.core.podlimits import Withheld, has_pod_limits, withhold
-from webhook.core.policy import LimitMode
-from webhook.core.resources import size_container
+from webhook.core.model.decision import Injection
+from webhook.core.model.patch import PatchBuilder
+from webhook.core.model.pod import ContainerRef, guessed_requests, limit_ranger_marks
+from webhook.core.policy.policies import LimitMode
+from webhook.core.sizing.holds import deferral_notes
+from webhook.core.sizing.podlimits import Withheld, has_pod_limits, withhold
+from webhook.core.sizing.resources import size_container
 from webhook.core.steps.context import Context, Step
 
 __all__ = ["STEP"]

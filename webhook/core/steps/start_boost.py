@@ -1,4 +1,4 @@
-"""Step: the start-up CPU boost (`webhook.core.boostpod`), when the policy turns it on.
+"""Step: the start-up CPU boost (`webhook.core.boost.pod_wide`), when the policy turns it on.
 
 Reads the injections so far (the sized requests), `holds`, `pod_level`, the profiles, the server
 version and the `room` node fit and quota left (the boost stays on a node the Pod fits and within
@@ -8,7 +8,7 @@ was not boosted, and `boosted` (the boosted values, for what the Pod charges its
 
 from __future__ import annotations
 
-from webhook.core.boostpod import apply_boost
+from webhook.core.boost.pod_wide import apply_boost
 from webhook.core.steps.context import Context, Step
 
 __all__ = ["STEP"]
