@@ -42,7 +42,8 @@ from webhook.commands import build_parser  # noqa: E402
 from webhook.commands.failures import EXIT_CODES, USAGE  # noqa: E402
 from webhook.config.catalog import CATALOG  # noqa: E402
 from webhook.config.policies import bundled_policy_document  # noqa: E402
-from webhook.core.policy.policies import MANAGED_RESOURCES, PolicyError, parse_policies  # noqa: E402
+from webhook.core.policy.policies import MANAGED_RESOURCES, parse_policies  # noqa: E402
+from webhook.core.policy.reader import PolicyError  # noqa: E402
 
 DOCS = ROOT / "docs"
 REASONS = DOCS / "policy-reasons.yaml"

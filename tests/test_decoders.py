@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from webhook.config.policies import bundled_policy_document, load_policy_text
 from webhook.core.model.profile import Evidence, NoRecommendation, Recommendation
 from webhook.core.model.workload import WorkloadKey
-from webhook.core.policy.policies import PolicyError
+from webhook.core.policy.reader import PolicyError
 from webhook.profiles.kubestore import MAX_DOCUMENT, decode_configmap
 from webhook.profiles.store import (
     ProfileDocument,

@@ -13,8 +13,9 @@ from tests.engine.podkit import container, pod, policy, run
 from webhook.config.policies import load_policy_text
 from webhook.core.model.profile import NoRecommendation, Recommendation, TrailPoint, UsageTotals
 from webhook.core.model.workload import WorkloadKey
-from webhook.core.policy.policies import PolicyError
-from webhook.core.sizing.steady import DAY, StepLimit, steadied
+from webhook.core.policy.reader import PolicyError
+from webhook.core.policy.sections import StepLimit
+from webhook.core.sizing.steady import DAY, steadied
 from webhook.profiles.runner import open_store
 from webhook.profiles.store import FileStore, ProfileDocument, WorkloadEntry, decode_document, encode_document
 from webhook.profiles.trailingstore import KEEP_DAYS, carry_trails

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from webhook.config.policies import bundled_policies, load_policy_text
-from webhook.core.policy.policies import LimitMode, PolicyError
+from webhook.core.policy.policies import LimitMode
+from webhook.core.policy.reader import PolicyError
 
 
 def test_the_bundled_policy_is_valid_and_documented_defaults_hold() -> None:

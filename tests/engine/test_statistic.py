@@ -9,7 +9,8 @@ import pytest
 
 from webhook.config.policies import bundled_policy_document
 from webhook.core.model.profile import Evidence, NoRecommendation, Recommendation
-from webhook.core.policy.policies import PolicyError, parse_policies
+from webhook.core.policy.policies import parse_policies
+from webhook.core.policy.reader import PolicyError
 from webhook.core.policy.statistic import (
     CPU_PERCENTILE_ANNOTATION,
     MEMORY_MARGIN_ANNOTATION,

@@ -12,7 +12,7 @@ from tests.rules.kit import both, box, svc, workload
 from tests.server.conftest import RunningServer
 from webhook.config.policies import load_policy_text
 from webhook.core.policy.classes import image_name
-from webhook.core.policy.policies import PolicyError
+from webhook.core.policy.reader import PolicyError
 
 PAUSE_DIGEST = "registry.k8s.io/pause@sha256:7031c1b283388d2c2e09b57badb803c05ebed362dc88d84b480cc47f72a21097"
 

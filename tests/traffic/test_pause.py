@@ -10,7 +10,7 @@ import pytest
 from tests.engine.podkit import DEFAULT, container, first, pod, policy, run
 from tests.traffic.kit import facts, ingress, ingress_class, route, service
 from webhook.core.facts import ClusterFacts
-from webhook.core.policy.policies import PolicyError
+from webhook.core.policy.reader import PolicyError
 
 WEB = {"app": "web", "pod-template-hash": "7d4b9c8f6d"}
 ALB = {

@@ -14,7 +14,8 @@ from typing import Any
 
 from webhook.cluster import metrics
 from webhook.config.policies import load_policy_text
-from webhook.core.policy.policies import PolicyError, PolicySet
+from webhook.core.policy.policies import PolicySet
+from webhook.core.policy.reader import PolicyError
 
 __all__ = ["POLICY_KEY", "PolicyOutcome", "PolicySource"]
 

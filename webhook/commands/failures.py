@@ -22,7 +22,7 @@ import sys
 from webhook.config.settings import SettingsError
 from webhook.config.yamltext import ReadError
 from webhook.core.model.quantity import QuantityError
-from webhook.core.policy.policies import PolicyError
+from webhook.core.policy.reader import PolicyError
 from webhook.offline.sources import SourceError
 from webhook.profiles.connection import ConnectionSettingsError
 

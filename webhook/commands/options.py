@@ -13,7 +13,7 @@ from pathlib import Path
 from webhook.commands.failures import InputError, UnreachableError
 from webhook.config.policies import load_policy_text
 from webhook.config.settings import PROMETHEUS_FIELDS, load_settings
-from webhook.core.policy.policies import PolicyError
+from webhook.core.policy.reader import PolicyError
 from webhook.core.policy.statistic import CpuStatistic
 from webhook.offline.inputs import manifest_paths
 from webhook.profiles.build import BuildSettings

@@ -9,7 +9,8 @@ from typing import Any
 import yaml
 
 from webhook.config.yamltext import DocumentError, ReadError, decode, parse_yaml, position
-from webhook.core.policy.policies import PolicyError, PolicySet, parse_policies
+from webhook.core.policy.policies import PolicySet, parse_policies
+from webhook.core.policy.reader import PolicyError
 
 __all__ = ["bundled_policies", "bundled_policy_document", "load_policy_file", "load_policy_text"]
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_FLOOR, Decimal
-from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from webhook.core.boost.record import BoostRecord, SteadyCpu
 from webhook.core.facts import LimitRangeItem
@@ -21,60 +20,16 @@ from webhook.core.model.decision import Injection
 from webhook.core.model.pod import ContainerRef
 from webhook.core.model.profile import ContainerProfile, Recommendation
 from webhook.core.model.quantity import QuantityError, parse, render
-
-if TYPE_CHECKING:
-    from webhook.core.policy.policies import _Reader
+from webhook.core.policy.sections import BoostPolicy, BoostSource, BoostUntil
 
 __all__ = [
-    "BoostPolicy",
-    "BoostSource",
-    "BoostUntil",
     "Boosted",
     "boost_container",
-    "boost_policy",
     "boost_record",
     "cluster_can_resize",
 ]
 
 RESIZE_SINCE = (1, 33)  # in-place Pod resize on by default (beta)
-
-
-class BoostSource(StrEnum):
-    PROFILE = "profile"  # the start-up CPU peak from history
-    FACTOR = "factor"  # request x factor, for every container pod-tailor sizes
-
-
-class BoostUntil(StrEnum):
-    READY = "ready"  # Ready + extraSeconds
-    DURATION = "duration"  # extraSeconds after the start
-
-
-@dataclass(frozen=True, slots=True)
-class BoostPolicy:
-    """The policy's `startupBoost` section (off by default)."""
-
-    enabled: bool = False
-    source: BoostSource = BoostSource.PROFILE
-    factor: Decimal = Decimal(2)
-    max: Decimal = Decimal(4)  # cores: what the scheduler may reserve for one container's start
-    until: BoostUntil = BoostUntil.READY
-    extra_seconds: int = 30
-    max_seconds: int = 600
-    hpa_utilization: bool = False  # boost cpu an HPA scales on by utilization (halves its view at start)
-
-
-def boost_policy(reader: _Reader) -> BoostPolicy:
-    reader.only("enabled", "source", "factor", "max", "until", "extraSeconds", "maxSeconds", "hpaUtilization")
-    return BoostPolicy(
-        enabled=reader.boolean("enabled"),
-        source=reader.choice("source", BoostSource),
-        factor=reader.number("factor", low=1, high=64),
-        max=reader.quantity("max"),
-        until=reader.choice("until", BoostUntil),
-        extra_seconds=reader.integer("extraSeconds", high=3600),
-        max_seconds=reader.integer("maxSeconds", low=1, high=86_400),
-        hpa_utilization=reader.boolean("hpaUtilization"),
-    )
 
 
 def cluster_can_resize(version: tuple[int, int] | None) -> bool:

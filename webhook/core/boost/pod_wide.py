@@ -11,13 +11,7 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from webhook.core.boost.container import (
-    Boosted,
-    BoostPolicy,
-    boost_container,
-    boost_record,
-    cluster_can_resize,
-)
+from webhook.core.boost.container import Boosted, boost_container, boost_record, cluster_can_resize
 from webhook.core.boost.record import BOOST_ANNOTATION, BOOSTED_LABEL
 from webhook.core.facts import ClusterFacts, LimitRangeItem
 from webhook.core.model.decision import POD_TARGET, Injection, Note
@@ -26,6 +20,7 @@ from webhook.core.model.pod import ContainerRef
 from webhook.core.model.profile import ContainerProfile, WorkloadProfiles
 from webhook.core.model.quantity import parse, render
 from webhook.core.policy.policies import Policy
+from webhook.core.policy.sections import BoostPolicy
 from webhook.core.sizing.holds import Hold
 
 __all__ = ["apply_boost", "boost_pod"]

@@ -25,16 +25,13 @@ from webhook.core.model.quantity import QuantityError, parse
 
 if TYPE_CHECKING:
     from webhook.core.fit.daemonsets import DaemonSetShare
-    from webhook.core.policy.policies import _Reader
 
 __all__ = [
-    "FitPolicy",
     "NodeGroup",
     "NodeIndex",
     "NodeShape",
     "Placement",
     "allows",
-    "fit_policy",
     "index_nodes",
     "matching_shapes",
     "parse_node",
@@ -47,25 +44,6 @@ _OS = "kubernetes.io/os"
 _FILTERING = ("NoSchedule", "NoExecute")
 Taint = tuple[str, str, str]  # key, value, effect
 Expression = tuple[str, str, tuple[str, ...]]  # key, operator, values
-
-
-@dataclass(frozen=True, slots=True)
-class FitPolicy:
-    """`fit`: whether to hold requests to the nodes, and the largest node an autoscaler could add."""
-
-    enabled: bool = True
-    max_node_cpu: Decimal | None = None
-    max_node_memory: Decimal | None = None
-
-
-def fit_policy(reader: _Reader) -> FitPolicy:
-    reader.only("enabled", "maxNode")
-    raw = reader.data.get("maxNode")
-    cpu = memory = None
-    if raw is not None:
-        node = reader.child("maxNode").only("cpu", "memory")
-        cpu, memory = node.quantity("cpu"), node.quantity("memory")
-    return FitPolicy(enabled=reader.boolean("enabled"), max_node_cpu=cpu, max_node_memory=memory)
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,23 +20,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from webhook.core.model.quantity import QuantityError, parse
-
-if TYPE_CHECKING:
-    from webhook.core.policy.policies import _Reader
 
 __all__ = [
     "KEYS",
     "Band",
     "Quota",
-    "QuotaPolicy",
     "RoomReading",
     "applies",
     "left_of",
     "parse_quota",
-    "quota_policy",
     "room",
 ]
 
@@ -48,19 +43,6 @@ KEYS = {
 }  # fmt: skip
 _SCOPES = frozenset({"BestEffort", "NotBestEffort", "Terminating", "NotTerminating", "PriorityClass"})
 Expression = tuple[str, str, tuple[str, ...]]  # scopeName, operator, values
-
-
-@dataclass(frozen=True, slots=True)
-class QuotaPolicy:
-    """`quota`: hold injected values within the quotas, and supply what a quota requires."""
-
-    respect: bool = True
-    supply_required: bool = True
-
-
-def quota_policy(reader: _Reader) -> QuotaPolicy:
-    reader.only("respect", "supplyRequired")
-    return QuotaPolicy(respect=reader.boolean("respect"), supply_required=reader.boolean("supplyRequired"))
 
 
 @dataclass(frozen=True, slots=True)

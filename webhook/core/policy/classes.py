@@ -7,30 +7,22 @@ each container it matches. What admission can see: the Pod's owner kind (a Repli
 Deployment's), its images, container names, `priorityClassName`, labels, and its StatefulSet's
 volumeClaimTemplates (the claims the controller names `<template>-<pod>`: `workload.claim_templates`).
 It cannot see the rest of the workload object (replicas, annotations on the Deployment) nor what the
-image does. A class may list several matches: any one that holds selects it.
+image does. A class may list several matches: any one that holds selects it. The classes themselves
+(`WorkloadClass`, `ClassMatch`) are part of the policy they refine (`webhook.core.policy.policies`).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from webhook.core.model.pod import ContainerRef, containers
+from webhook.core.policy.policies import ClassMatch, Scope, WorkloadClass
 
-if TYPE_CHECKING:
-    from webhook.core.policy.policies import Policy
-
-__all__ = ["WEB", "ClassMatch", "Scope", "WorkloadClass", "container_class", "image_name", "pod_class"]
+__all__ = ["WEB", "container_class", "image_name", "pod_class"]
 
 WEB = "web"  # the class of a Pod no class matches: today's behaviour
-
-
-class Scope(StrEnum):
-    POD = "pod"
-    CONTAINER = "container"
 
 
 @functools.lru_cache(maxsize=4096)
@@ -43,30 +35,6 @@ def image_name(image: str) -> str:
     name = image.split("@", 1)[0]
     last = name.rsplit("/", 1)[-1]
     return last.split(":", 1)[0].lower()
-
-
-@dataclass(frozen=True, slots=True)
-class ClassMatch:
-    """All the given conditions must hold; within one list, any entry does."""
-
-    kinds: frozenset[str] = frozenset()  # the workload's kind: Deployment, StatefulSet, DaemonSet, Job, ...
-    images: frozenset[str] = frozenset()  # registry-independent image names (`image_name`)
-    container_names: frozenset[str] = frozenset()
-    priority_class_names: frozenset[str] = frozenset()
-    labels: tuple[tuple[str, str], ...] = ()  # the Pod's labels, all equal
-    claim_templates: bool = False  # a StatefulSet's Pod with a claim per Pod (volumeClaimTemplates)
-
-
-@dataclass(frozen=True, slots=True)
-class WorkloadClass:
-    name: str
-    match: tuple[ClassMatch, ...]  # any one holds; () matches everything (`web`)
-    scope: Scope = Scope.POD
-    hands_off: bool = False  # left alone: the whole Pod, or the container
-    needs_service: bool = False  # probes and preStop only when a Service selects the Pod
-    minimum_requests: bool = False  # without history, the policy's minimum requests (pause)
-    policy: Policy | None = None  # the policy with the class's `overrides`; None: unchanged
-    reason: str = field(default="", compare=False)
 
 
 def _why_any(

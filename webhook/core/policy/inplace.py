@@ -14,13 +14,11 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
 
-if TYPE_CHECKING:
-    from webhook.core.policy.policies import _Reader
+from webhook.core.policy.reader import PolicyError, Reader
 
 __all__ = ["InPlacePolicy", "MinChange", "Window", "in_place_policy", "open_window"]
 
@@ -81,17 +79,11 @@ def open_window(policy: InPlacePolicy, now: float) -> tuple[bool, str]:
     return False, f"outside the maintenance windows ({shown})"
 
 
-def _error(text: str) -> Exception:
-    from webhook.core.policy.policies import PolicyError  # policy.py imports this module
-
-    return PolicyError(text)
-
-
-def _window(reader: _Reader) -> Window:
+def _window(reader: Reader) -> Window:
     reader.only("schedule", "duration", "timeZone")
     schedule = reader.data.get("schedule")
     if not isinstance(schedule, str) or len(schedule.split()) != 5 or not croniter.is_valid(schedule):
-        raise _error(
+        raise PolicyError(
             f"{reader.path}.schedule: must be a cron schedule (minute hour day month weekday), "
             f"got {schedule!r}"
         )
@@ -99,25 +91,25 @@ def _window(reader: _Reader) -> Window:
     match = _DURATION.match(duration) if isinstance(duration, str) else None
     minutes = int(match["h"] or 0) * 60 + int(match["m"] or 0) if match else 0
     if not 0 < minutes <= 7 * 24 * 60:
-        raise _error(
+        raise PolicyError(
             f"{reader.path}.duration: must be a duration like 4h or 90m (up to 168h), got {duration!r}"
         )
     zone = reader.data.get("timeZone", "UTC")
     try:
         ZoneInfo(str(zone))
     except (ZoneInfoNotFoundError, ValueError):
-        raise _error(f"{reader.path}.timeZone: must be an IANA time zone, got {zone!r}") from None
+        raise PolicyError(f"{reader.path}.timeZone: must be an IANA time zone, got {zone!r}") from None
     return Window(schedule, minutes, str(zone))
 
 
-def in_place_policy(reader: _Reader) -> InPlacePolicy:
+def in_place_policy(reader: Reader) -> InPlacePolicy:
     """`inPlace: {enabled, minChange: {relative, cpu, memory}, learningHours, maxConcurrentPercent,
     windows: [{schedule, duration, timeZone}]}`."""
     reader.only("enabled", "minChange", "learningHours", "maxConcurrentPercent", "windows")
     change = reader.child("minChange").only("relative", "cpu", "memory")
     windows = reader.data.get("windows") or []
     if not isinstance(windows, list):
-        raise _error(f"{reader.path}.windows: must be a list, got {type(windows).__name__}")
+        raise PolicyError(f"{reader.path}.windows: must be a list, got {type(windows).__name__}")
 
     return InPlacePolicy(
         enabled=reader.boolean("enabled"),
@@ -129,6 +121,6 @@ def in_place_policy(reader: _Reader) -> InPlacePolicy:
         learning_hours=float(reader.number("learningHours", low=0, high=24 * 90)),
         max_concurrent_percent=reader.number("maxConcurrentPercent", low=1, high=100),
         windows=tuple(
-            _window(type(reader)(raw, f"{reader.path}.windows[{index}]")) for index, raw in enumerate(windows)
+            _window(Reader(raw, f"{reader.path}.windows[{index}]")) for index, raw in enumerate(windows)
         ),
     )

@@ -10,41 +10,43 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any
 
-from webhook.core.boost.container import BoostPolicy, boost_policy
-from webhook.core.fit.placement import FitPolicy, fit_policy
-from webhook.core.model.quantity import QuantityError, parse
-from webhook.core.model.resourcequota import QuotaPolicy, quota_policy
 from webhook.core.model.routes import PathKind
-from webhook.core.policy.classes import ClassMatch, Scope, WorkloadClass
 from webhook.core.policy.inplace import InPlacePolicy, in_place_policy
+from webhook.core.policy.reader import PolicyError, Reader
+from webhook.core.policy.sections import (
+    AutoscalerPolicy,
+    BoostPolicy,
+    FitPolicy,
+    QuotaPolicy,
+    autoscaler_policy,
+    boost_policy,
+    fit_policy,
+    quota_policy,
+)
 from webhook.core.policy.statistic import UsageStatistic, usage_statistic
-from webhook.core.sizing.holds import AutoscalerPolicy, autoscaler_policy
 
 __all__ = [
     "FEATURES",
     "MANAGED_RESOURCES",
+    "ClassMatch",
     "LimitMode",
     "LimitRangerMode",
     "PathSleeps",
     "Policy",
-    "PolicyError",
     "PolicySet",
     "ProbeShape",
     "ResourcePolicy",
+    "Scope",
     "VersionUnknown",
+    "WorkloadClass",
     "merge",
     "parse_policies",
 ]
 
 FEATURES = ("resources", "probes", "preStop", "gracePeriod")
 MANAGED_RESOURCES = ("cpu", "memory", "ephemeral-storage")
-_E = TypeVar("_E", bound=StrEnum)
-
-
-class PolicyError(ValueError):
-    """A policy document that cannot be used; the message starts with the offending field's path."""
 
 
 class LimitMode(StrEnum):
@@ -103,6 +105,37 @@ class PathSleeps:
         }[kind]
 
 
+class Scope(StrEnum):
+    """Whether a workload class decides for the whole Pod or for each container it matches."""
+
+    POD = "pod"
+    CONTAINER = "container"
+
+
+@dataclass(frozen=True, slots=True)
+class ClassMatch:
+    """All the given conditions must hold; within one list, any entry does."""
+
+    kinds: frozenset[str] = frozenset()  # the workload's kind: Deployment, StatefulSet, DaemonSet, Job, ...
+    images: frozenset[str] = frozenset()  # registry-independent names (`webhook.core.policy.classes`)
+    container_names: frozenset[str] = frozenset()
+    priority_class_names: frozenset[str] = frozenset()
+    labels: tuple[tuple[str, str], ...] = ()  # the Pod's labels, all equal
+    claim_templates: bool = False  # a StatefulSet's Pod with a claim per Pod (volumeClaimTemplates)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadClass:
+    name: str
+    match: tuple[ClassMatch, ...]  # any one holds; () matches everything (`web`)
+    scope: Scope = Scope.POD
+    hands_off: bool = False  # left alone: the whole Pod, or the container
+    needs_service: bool = False  # probes and preStop only when a Service selects the Pod
+    minimum_requests: bool = False  # without history, the policy's minimum requests (pause)
+    policy: Policy | None = None  # the policy with the class's `overrides`; None: unchanged
+    reason: str = field(default="", compare=False)
+
+
 @dataclass(frozen=True, slots=True)
 class Policy:
     name: str
@@ -129,7 +162,7 @@ class Policy:
     # `classes`, in the order they are tried (webhook.core.policy.classes)
     classes: tuple[WorkloadClass, ...] = ()
     fit: FitPolicy = field(default_factory=FitPolicy)  # webhook.core.fit.nodes
-    quota: QuotaPolicy = field(default_factory=QuotaPolicy)  # webhook.core.model.resourcequota
+    quota: QuotaPolicy = field(default_factory=QuotaPolicy)  # webhook.core.fit.quota
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,78 +186,7 @@ def merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any
     return out
 
 
-class _Reader:
-    """Reads typed fields from a mapping and raises PolicyError naming the full path."""
-
-    def __init__(self, data: object, path: str) -> None:
-        if not isinstance(data, Mapping):
-            raise PolicyError(f"{path}: must be a mapping, got {type(data).__name__}")
-        self.data, self.path = data, path
-
-    def _get(self, key: str) -> Any:
-        if key not in self.data:
-            raise PolicyError(f"{self.path}.{key}: required")
-        return self.data[key]
-
-    def only(self, *known: str) -> _Reader:
-        """Refuse keys this level does not know, so a typo is an error rather than a silent default."""
-        for key in self.data:
-            if key not in known:
-                raise PolicyError(f"{self.path}.{key}: unknown field (known: {', '.join(known)})")
-        return self
-
-    def child(self, key: str) -> _Reader:
-        return _Reader(self._get(key), f"{self.path}.{key}")
-
-    def boolean(self, key: str, *, default: bool | None = None) -> bool:
-        """A required flag, or with `default` an optional one (for a resource the bundled policy lacks)."""
-        if default is not None and key not in self.data:
-            return default
-        value = self._get(key)
-        if not isinstance(value, bool):
-            raise PolicyError(f"{self.path}.{key}: must be true or false, got {value!r}")
-        return value
-
-    def integer(self, key: str, *, low: int = 0, high: int = 86_400) -> int:
-        value = self._get(key)
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise PolicyError(f"{self.path}.{key}: must be an integer from {low} to {high}, got {value!r}")
-        return value
-
-    def number(self, key: str, *, low: float, high: float) -> Decimal:
-        value = self._get(key)
-        if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
-            raise PolicyError(f"{self.path}.{key}: must be a number from {low} to {high}, got {value!r}")
-        return Decimal(str(value))
-
-    def quantity(self, key: str) -> Decimal:
-        value = self._get(key)
-        try:
-            amount = parse(value)
-        except QuantityError:
-            raise PolicyError(f"{self.path}.{key}: not a Kubernetes quantity: {value!r}") from None
-        if amount <= 0:
-            raise PolicyError(f"{self.path}.{key}: must be positive, got {value!r}")
-        return amount
-
-    def choice(self, key: str, enum: type[_E]) -> _E:
-        value = self._get(key)
-        try:
-            return enum(value)
-        except ValueError:
-            allowed = ", ".join(member.value for member in enum)
-            raise PolicyError(f"{self.path}.{key}: must be one of {allowed}, got {value!r}") from None
-
-    def optional_path(self, key: str) -> str | None:
-        value = self.data.get(key)
-        if value is None:
-            return None
-        if not isinstance(value, str) or not value.startswith("/"):
-            raise PolicyError(f"{self.path}.{key}: must be null or an absolute HTTP path, got {value!r}")
-        return value
-
-
-def _resource(reader: _Reader) -> ResourcePolicy:
+def _resource(reader: Reader) -> ResourcePolicy:
     reader.only("request", "min", "max", "limit", "limitRatio", "limitWithoutHistory")
     policy = ResourcePolicy(
         request=reader.quantity("request"),
@@ -239,7 +201,7 @@ def _resource(reader: _Reader) -> ResourcePolicy:
     return policy
 
 
-def _probe(reader: _Reader, *, readiness: bool) -> ProbeShape:
+def _probe(reader: Reader, *, readiness: bool) -> ProbeShape:
     shape = ("enabled", "initialDelaySeconds", "periodSeconds", "timeoutSeconds", "failureThreshold")
     reader.only(*shape, *(("successThreshold",) if readiness else ()))
     return ProbeShape(
@@ -253,14 +215,14 @@ def _probe(reader: _Reader, *, readiness: bool) -> ProbeShape:
     )
 
 
-def _names(reader: _Reader, key: str) -> frozenset[str]:
+def _names(reader: Reader, key: str) -> frozenset[str]:
     value = reader.data.get(key) or []
     if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
         raise PolicyError(f"{reader.path}.{key}: must be a list of non-empty strings, got {value!r}")
     return frozenset(value)
 
 
-def _match(reader: _Reader) -> ClassMatch:
+def _match(reader: Reader) -> ClassMatch:
     reader.only("kinds", "images", "containerNames", "priorityClassNames", "labels", "volumeClaimTemplates")
     labels = reader.data.get("labels") or {}
     if not isinstance(labels, Mapping) or not all(
@@ -277,25 +239,25 @@ def _match(reader: _Reader) -> ClassMatch:
     )
 
 
-def _matches(reader: _Reader, key: str) -> tuple[ClassMatch, ...]:
+def _matches(reader: Reader, key: str) -> tuple[ClassMatch, ...]:
     """A class's `match`: one map, or a list of maps of which any one holds; absent, everything."""
     value = reader.data.get(key)
     if value is None:
         return ()
     if isinstance(value, list) and value:
-        return tuple(_match(_Reader(one, f"{reader.path}.{key}.{index}")) for index, one in enumerate(value))
+        return tuple(_match(Reader(one, f"{reader.path}.{key}.{index}")) for index, one in enumerate(value))
     if isinstance(value, list):
         raise PolicyError(f"{reader.path}.{key}: must be a mapping or a non-empty list of them, got []")
     return (_match(reader.child(key)),)
 
 
-def _classes(reader: _Reader, *, first: frozenset[str]) -> tuple[WorkloadClass, ...]:
+def _classes(reader: Reader, *, first: frozenset[str]) -> tuple[WorkloadClass, ...]:
     """The policy's `classes`, the ones its own document names first; each `overrides` is a partial
     policy merged over this one (and validated as one); a class set to null is left out."""
     raw = reader.data.get("classes")
     if raw is None:
         return ()
-    classes = _Reader(raw, f"{reader.path}.classes")
+    classes = Reader(raw, f"{reader.path}.classes")
     base = {key: value for key, value in reader.data.items() if key != "classes"}
     found: list[WorkloadClass] = []
     names = [n for n in classes.data if n in first] + [n for n in classes.data if n not in first]
@@ -313,10 +275,10 @@ def _classes(reader: _Reader, *, first: frozenset[str]) -> tuple[WorkloadClass, 
         if overrides is not None:
             if scope is Scope.CONTAINER:
                 raise PolicyError(f"{one.path}.overrides: a container class has handsOff or minimumRequests")
-            partial = _Reader(overrides, f"{one.path}.overrides")
+            partial = Reader(overrides, f"{one.path}.overrides")
             if "classes" in partial.data:
                 raise PolicyError(f"{partial.path}.classes: classes do not nest")
-            policy = _policy(reader.path.rsplit(".", 1)[-1], _Reader(merge(base, partial.data), partial.path))
+            policy = _policy(reader.path.rsplit(".", 1)[-1], Reader(merge(base, partial.data), partial.path))
         found.append(WorkloadClass(
             name=name,
             match=_matches(one, "match"),
@@ -330,7 +292,7 @@ def _classes(reader: _Reader, *, first: frozenset[str]) -> tuple[WorkloadClass, 
     return tuple(sorted(found, key=lambda c: not c.match or ClassMatch() in c.match))
 
 
-def _policy(name: str, reader: _Reader, *, first: frozenset[str] = frozenset()) -> Policy:
+def _policy(name: str, reader: Reader, *, first: frozenset[str] = frozenset()) -> Policy:
     reader.only(
         "features", "resources", "limitRanger", "profiles", "probes", "preStop", "drainSeconds",
         "autoscalers", "startupBoost", "inPlace", "fit", "quota", "classes",
@@ -387,7 +349,7 @@ def parse_policies(document: object, *, base: Mapping[str, Any] | None = None) -
     Each named policy is merged over `base` (the bundled default policy's mapping); the document's own
     `default`, if any, replaces the bundled one as the base for the others.
     """
-    root = _Reader(document, "policy file")
+    root = Reader(document, "policy file")
     named = root.child("policies")
     if not named.data:
         raise PolicyError("policies: at least one policy is required")
@@ -395,20 +357,20 @@ def parse_policies(document: object, *, base: Mapping[str, Any] | None = None) -
     own_default = named.data.get("default")
     own_classes: frozenset[str] = frozenset()
     if own_default is not None:
-        _Reader(own_default, "policies.default")
+        Reader(own_default, "policies.default")
         base_map = merge(base_map, own_default)
         own_classes = _own_classes(own_default)
     policies: dict[str, Policy] = {
-        "default": _policy("default", _Reader(base_map, "policies.default"), first=own_classes)
+        "default": _policy("default", Reader(base_map, "policies.default"), first=own_classes)
     }
     for name, raw in named.data.items():
         if not isinstance(name, str) or not name:
             raise PolicyError(f"policies: policy names must be non-empty strings, got {name!r}")
         if name == "default":
             continue
-        partial = _Reader(raw, f"policies.{name}")
+        partial = Reader(raw, f"policies.{name}")
         policies[name] = _policy(
-            name, _Reader(merge(base_map, partial.data), f"policies.{name}"),
+            name, Reader(merge(base_map, partial.data), f"policies.{name}"),
             first=own_classes | _own_classes(partial.data),
         )
     keys = {

@@ -19,12 +19,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
-from typing import TYPE_CHECKING
 
 from webhook.core.model.profile import ContainerProfile, Recommendation
-
-if TYPE_CHECKING:
-    from webhook.core.policy.policies import _Reader
+from webhook.core.policy.reader import PolicyError, Reader
 
 __all__ = [
     "CPU_PERCENTILE_ANNOTATION",
@@ -72,10 +69,8 @@ class UsageStatistic:
                                                       for p in self.percentiles}
 
 
-def usage_statistic(reader: _Reader) -> UsageStatistic:
+def usage_statistic(reader: Reader) -> UsageStatistic:
     """The policy's `profiles.cpu` and `profiles.memory` (each optional: the defaults above)."""
-    from webhook.core.policy.policies import PolicyError
-
     cpu = reader.child("cpu").only("percentile", "aggregate", "rateWindow", "percentiles") \
         if "cpu" in reader.data else None
     memory = reader.child("memory").only("margin", "marginRange") if "memory" in reader.data else None

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
-from webhook.core.boost.container import BoostPolicy
 from webhook.core.boost.record import BOOSTED_LABEL
 from webhook.core.engine import tailor
 from webhook.core.facts import ClusterFacts
@@ -37,6 +36,7 @@ from webhook.core.model.qos import qos_class
 from webhook.core.model.quantity import QuantityError, parse, render
 from webhook.core.model.workload import WorkloadKey
 from webhook.core.policy.policies import Policy
+from webhook.core.policy.sections import BoostPolicy
 from webhook.core.resize.history import RIGHTSIZE_LABEL, Change, Entry, unstamp
 from webhook.core.serving.shutdown import is_windows
 from webhook.core.sizing.holds import container_holds

@@ -18,53 +18,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import StrEnum
-from typing import TYPE_CHECKING
 
 from webhook.core.model.autoscalers import Autoscalers
 from webhook.core.model.decision import Note
 from webhook.core.model.pod import ContainerRef
-from webhook.core.sizing.steady import StepLimit, step_limit
-
-if TYPE_CHECKING:
-    from webhook.core.policy.policies import _Reader
+from webhook.core.policy.sections import AutoscalerPolicy, HpaUtilization, VpaMode
 
 __all__ = [
-    "AutoscalerPolicy",
     "Hold",
-    "HpaUtilization",
-    "VpaMode",
-    "autoscaler_policy",
     "container_holds",
     "deferral_notes",
 ]
-
-
-class HpaUtilization(StrEnum):
-    KEEP = "keep"  # a resource an HPA scales on by Utilization is not sized from history
-    SIZE = "size"  # sized from history anyway (the feedback loop is yours)
-
-
-class VpaMode(StrEnum):
-    DEFER = "defer"  # resources a VPA sets at admission are left to it
-    IGNORE = "ignore"  # sized as if there were no VPA
-
-
-@dataclass(frozen=True, slots=True)
-class AutoscalerPolicy:
-    hpa_utilization: HpaUtilization
-    vpa: VpaMode
-    steps: StepLimit
-
-
-def autoscaler_policy(reader: _Reader) -> AutoscalerPolicy:
-    """The policy's `autoscalers` section: `{hpaUtilization: keep|size, vpa: defer|ignore, steps: ...}`."""
-    reader.only("hpaUtilization", "vpa", "steps")
-    return AutoscalerPolicy(
-        hpa_utilization=reader.choice("hpaUtilization", HpaUtilization),
-        vpa=reader.choice("vpa", VpaMode),
-        steps=step_limit(reader.child("steps")),
-    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,33 +18,15 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
-from typing import TYPE_CHECKING
 
 from webhook.core.model.profile import Recommendation
 from webhook.core.model.quantity import render
+from webhook.core.policy.sections import StepLimit
 
-if TYPE_CHECKING:
-    from webhook.core.policy.policies import _Reader
-
-__all__ = ["DAY", "Steadied", "StepLimit", "steadied", "step_limit"]
+__all__ = ["DAY", "Steadied", "steadied"]
 
 DAY = 86_400
 _UNIT = {"cpu": Decimal("0.001"), "memory": Decimal(2**20)}  # held values round up to 1m and 1Mi
-
-
-@dataclass(frozen=True, slots=True)
-class StepLimit:
-    """How far a recommendation may move from the one served before, per day."""
-
-    down_per_day: Decimal  # fraction it may fall a day: 0.3 = 30 %; 1 = unbounded
-    up_per_day: Decimal | None  # fraction it may rise a day; None = unbounded
-
-
-def step_limit(reader: _Reader) -> StepLimit:
-    """`autoscalers.steps` of a policy: `{downPerDay: 0..1, upPerDay: null | 0..100}`."""
-    reader.only("downPerDay", "upPerDay")
-    up = None if reader.data.get("upPerDay") is None else reader.number("upPerDay", low=0, high=100)
-    return StepLimit(down_per_day=reader.number("downPerDay", low=0, high=1), up_per_day=up)
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,8 +29,7 @@ from webhook.core.model.pod import (
 from webhook.core.model.profile import WorkloadProfiles
 from webhook.core.model.resourcequota import RoomReading
 from webhook.core.model.workload import WorkloadKey
-from webhook.core.policy.classes import WorkloadClass
-from webhook.core.policy.policies import FEATURES, Policy
+from webhook.core.policy.policies import FEATURES, Policy, WorkloadClass
 from webhook.core.serving.ports import served_ports
 from webhook.core.serving.shutdown import is_windows
 from webhook.core.serving.traffic import TrafficPath, traffic_path
