@@ -38,8 +38,9 @@ from webhook.core.facts import ClusterFacts
 from webhook.core.model.profile import Evidence, Recommendation
 from webhook.core.model.qos import qos_class
 from webhook.core.model.quantity import parse
+from webhook.core.model.timestamps import stamp
 from webhook.core.model.workload import WorkloadKey
-from webhook.core.resize.history import RESIZED_ANNOTATION, Entry, history_text, read_history, stamp
+from webhook.core.resize.history import RESIZED_ANNOTATION, Entry, history_text, read_history
 from webhook.core.resize.plan import Around, plan_resize
 
 MIB, GIB, HOUR, DAY = 2**20, 2**30, 3600.0, 86400.0

@@ -18,7 +18,8 @@ from tests.autoscalers.kit import hpa, recommendation
 from tests.engine.podkit import container, first, pod, policy, run
 from webhook.core.boost.record import BOOST_ANNOTATION, BOOSTED_LABEL, read_record
 from webhook.core.engine import tailor
-from webhook.core.facts import ClusterFacts, LimitRangeItem
+from webhook.core.facts import ClusterFacts
+from webhook.core.model.limitrange import LimitRangeItem
 from webhook.core.model.qos import qos_class
 
 BOOST = policy("startupBoost: {enabled: true}", name="boost")

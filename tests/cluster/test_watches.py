@@ -265,7 +265,7 @@ class TestServerVersion:
         start()
         wait_until(lambda: synced(state), what="first sync")
         assert state.cluster.server_version == expected
-        assert state.cluster.facts_for("x").supports_native_sleep() is (expected >= (1, 30))
+        assert state.cluster.facts_for("x").server_version == expected
 
     def test_the_version_is_refreshed_periodically(self, kube: FakeKube, start: Start, state: State) -> None:
         kube.version["minor"] = "29"

@@ -7,7 +7,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from webhook.core.facts import ClusterFacts, LimitRangeItem
+from webhook.core.facts import ClusterFacts
+from webhook.core.model.limitrange import LimitRangeItem
 from webhook.core.model.pod import EXCLUDE_ANNOTATION, PROBE_PATH_ANNOTATION, SKIP_LABEL
 from webhook.core.model.profile import Evidence, NoRecommendation, Recommendation
 

@@ -8,7 +8,8 @@ from decimal import Decimal
 import pytest
 
 from tests.engine.podkit import GUESSED_LIMITS, container, pod, run
-from webhook.core.facts import ClusterFacts, LimitRangeItem
+from webhook.core.facts import ClusterFacts
+from webhook.core.model.limitrange import LimitRangeItem
 from webhook.core.sizing.podlimits import breaches, pod_total
 
 MiB = 2**20

@@ -465,11 +465,11 @@ class TestWhatAPreStopSleepSays:
         self, facts: ClusterFacts, using: Policy, pause: tuple[int, str] | None, source: str
     ) -> None:
         """Kills: a path text invented when none was given, `fitted` as None or text when nothing was
-        shortened, the version text as None, `server_version and (0, 0)`, the exec text changed, and the
-        injection's target as None."""
+        shortened, the version text as None, the exec text changed, and the injection's target as None."""
         body = container()
         injection, seconds, warning = pre_stop(
-            ref_of(body), policy=using, facts=facts, windows=False, grace=None, patch=PatchBuilder(pod(body)),
+            ref_of(body), policy=using, server_version=facts.server_version, windows=False, grace=None,
+            patch=PatchBuilder(pod(body)),
             pause=pause,
         )
         assert injection is not None
@@ -494,7 +494,7 @@ class TestWhatAPreStopSleepSays:
         `grace < 3`)."""
         body = container()
         injection, slept, warning = pre_stop(
-            ref_of(body), policy=policy(name="default"), facts=ClusterFacts(server_version=(1, 30)),
+            ref_of(body), policy=policy(name="default"), server_version=(1, 30),
             windows=False, grace=grace, patch=PatchBuilder(pod(body)),
         )
         assert injection is not None
@@ -527,6 +527,6 @@ class TestWhatAPreStopSleepSays:
         """`pre_stop` returns the seconds it slept: 0 when it adds no sleep (kills each `return None, 1,
         ...`), and the reason word for word (kills `"Windows node" if windows or True`, its text changed)."""
         patch = PatchBuilder(pod(body))
-        assert pre_stop(ref_of(body), policy=using, facts=facts, windows=windows, grace=grace,
-                        patch=patch) == (None, 0, warning)
+        assert pre_stop(ref_of(body), policy=using, server_version=facts.server_version, windows=windows,
+                        grace=grace, patch=patch) == (None, 0, warning)
         assert patch.ops == ()

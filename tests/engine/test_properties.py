@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 from tests.engine.strategies import facts, pods, profile_for
 from webhook.config.policies import bundled_policies, load_policy_text
 from webhook.core.engine import decide, tailor
-from webhook.core.facts import ClusterFacts, LimitRangeItem
+from webhook.core.facts import ClusterFacts
 from webhook.core.model.inputs import decision_inputs, template_free
+from webhook.core.model.limitrange import LimitRangeItem
 from webhook.core.model.pod import INJECTED_ANNOTATION
 from webhook.core.model.workload import pod_workload
 from webhook.core.policy.policies import PolicySet

@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from tests.engine.podkit import GUESSED_LIMITS, container, first, pod, policy, run
-from webhook.core.facts import ClusterFacts, LimitRangeItem
+from webhook.core.facts import ClusterFacts
 from webhook.core.model.decision import Basis, Decision
+from webhook.core.model.limitrange import LimitRangeItem
 from webhook.core.model.pod import INJECTED_ANNOTATION, LIMIT_RANGER_ANNOTATION
 from webhook.core.model.profile import Evidence, NoRecommendation, Recommendation
 

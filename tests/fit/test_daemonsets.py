@@ -17,15 +17,9 @@ from tests.fit.test_offline import POLICIES, _lines, _review, server_says
 from tests.fit.test_rules import requested
 from webhook.cluster.resources import daemonset_essentials
 from webhook.core.facts import ClusterFacts
-from webhook.core.fit.daemonsets import (
-    DaemonSetShare,
-    index_with_daemonsets,
-    members,
-    parse_daemonset,
-    rooms,
-)
+from webhook.core.fit.daemonsets import index_with_daemonsets, members, parse_daemonset, rooms
 from webhook.core.fit.nodes import new_node_share
-from webhook.core.fit.placement import NodeShape, Placement, allows, parse_node
+from webhook.core.fit.placement import DaemonSetShare, NodeShape, Placement, allows, parse_node
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot
 from webhook.offline.preview import run_preview
 

@@ -12,9 +12,9 @@ from tests.autoscalers.kit import hpa, vpa
 from tests.report.fleet import container, recommendation, resources, workload
 from tests.reviews import admission_review
 from webhook.config.policies import bundled_policies
-from webhook.core.facts import LimitRangeItem, limit_range_items
 from webhook.core.model.autoscalers import Ignored, index_autoscalers, parse_autoscaler
 from webhook.core.model.decision import Basis, Injection
+from webhook.core.model.limitrange import LimitRangeItem, limit_range_items
 from webhook.core.model.pod import LIMIT_RANGER_ANNOTATION, limit_ranger_marks
 from webhook.core.model.profile import NoRecommendation
 from webhook.core.model.quantity import parse

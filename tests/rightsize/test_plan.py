@@ -11,9 +11,10 @@ from tests.autoscalers.kit import facts as scaler_facts
 from tests.autoscalers.kit import hpa, utilization, vpa
 from tests.rightsize.kit import DAY, MIB, NOW, ON, QUIETER, container, pod, policy, profiles, running
 from webhook.core.facts import ClusterFacts
+from webhook.core.model.timestamps import unstamp
 from webhook.core.model.workload import WorkloadKey
 from webhook.core.policy.inplace import open_window
-from webhook.core.resize.history import RESIZED_ANNOTATION, Change, Entry, history_text, read_history, unstamp
+from webhook.core.resize.history import RESIZED_ANNOTATION, Change, Entry, history_text, read_history
 from webhook.core.resize.pacing import RateLimit, workload_room
 from webhook.core.resize.plan import Around, Plan, owned_fields, plan_resize
 

@@ -12,9 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from webhook.config.settings import Settings
-from webhook.core.facts import LimitRangeItem, limit_range_items
-from webhook.core.fit.daemonsets import DaemonSetShare, index_with_daemonsets, parse_daemonset
-from webhook.core.fit.placement import NodeIndex, parse_node
+from webhook.core.fit.daemonsets import index_with_daemonsets, parse_daemonset
+from webhook.core.fit.placement import DaemonSetShare, NodeIndex, parse_node
 from webhook.core.model.autoscalers import (
     Hpa,
     Ignored,
@@ -25,6 +24,7 @@ from webhook.core.model.autoscalers import (
     parse_vpa,
 )
 from webhook.core.model.inputs import BASE_LABEL_KEYS
+from webhook.core.model.limitrange import LimitRangeItem, limit_range_items
 from webhook.core.model.resourcequota import Quota, parse_quota
 from webhook.core.model.routes import (
     NamespaceTraffic,

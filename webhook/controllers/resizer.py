@@ -30,7 +30,8 @@ from typing import Any, Literal
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from webhook.core.resize.history import RESIZED_ANNOTATION, Entry, history_text, stamp
+from webhook.core.model.timestamps import stamp
+from webhook.core.resize.history import RESIZED_ANNOTATION, Entry, history_text
 
 __all__ = ["Outcome", "Resizer", "Written", "name_of"]
 

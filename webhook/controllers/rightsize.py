@@ -32,16 +32,10 @@ from webhook.core.boost.container import cluster_can_resize
 from webhook.core.fit.nodefree import free_allocatable
 from webhook.core.model.quantity import QuantityError, parse
 from webhook.core.model.resourcequota import Quota, parse_quota, room
+from webhook.core.model.timestamps import stamp
 from webhook.core.model.workload import WorkloadKey, pod_workload
 from webhook.core.policy.inplace import open_window
-from webhook.core.resize.history import (
-    RESIZED_ANNOTATION,
-    Entry,
-    Progress,
-    read_history,
-    resize_progress,
-    stamp,
-)
+from webhook.core.resize.history import RESIZED_ANNOTATION, Entry, Progress, read_history, resize_progress
 from webhook.core.resize.pacing import RateLimit, workload_room
 from webhook.core.resize.plan import Around, Plan, namespace_stop, not_eligible, plan_resize
 from webhook.core.snapshot import ClusterSnapshot, ProfileSnapshot

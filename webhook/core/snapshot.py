@@ -10,10 +10,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from webhook.core.facts import ClusterFacts, LimitRangeItem
+from webhook.core.facts import ClusterFacts
 from webhook.core.fit.placement import NodeIndex
 from webhook.core.model.autoscalers import NamespaceAutoscalers
 from webhook.core.model.inputs import BASE_LABEL_KEYS
+from webhook.core.model.limitrange import LimitRangeItem
 from webhook.core.model.namespace import Mode, NamespaceSettings, namespace_settings
 from webhook.core.model.profile import ProfileIndex, WorkloadProfiles
 from webhook.core.model.resourcequota import Quota

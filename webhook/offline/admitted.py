@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from webhook.core.facts import LimitRangeItem
+from webhook.core.model.limitrange import LimitRangeItem
 from webhook.core.model.pod import LIMIT_RANGER_ANNOTATION, containers, malformed
 from webhook.core.model.quantity import render
 

@@ -19,8 +19,8 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from webhook.core.fit.daemonsets import DaemonSetShare, index_with_daemonsets, members, parse_daemonset
-from webhook.core.fit.placement import NodeShape, parse_node
+from webhook.core.fit.daemonsets import index_with_daemonsets, members, parse_daemonset
+from webhook.core.fit.placement import DaemonSetShare, NodeShape, parse_node
 from webhook.core.model.resourcequota import Quota, parse_quota
 from webhook.core.snapshot import ClusterSnapshot
 

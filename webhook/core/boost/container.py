@@ -15,8 +15,8 @@ from decimal import ROUND_FLOOR, Decimal
 from typing import Any
 
 from webhook.core.boost.record import BoostRecord, SteadyCpu
-from webhook.core.facts import LimitRangeItem
 from webhook.core.model.decision import Injection
+from webhook.core.model.limitrange import LimitRangeItem
 from webhook.core.model.pod import ContainerRef
 from webhook.core.model.profile import ContainerProfile, Recommendation
 from webhook.core.model.quantity import QuantityError, parse, render

@@ -13,8 +13,8 @@ from typing import Any
 
 from webhook.core.boost.container import Boosted, boost_container, boost_record, cluster_can_resize
 from webhook.core.boost.record import BOOST_ANNOTATION, BOOSTED_LABEL
-from webhook.core.facts import ClusterFacts, LimitRangeItem
 from webhook.core.model.decision import POD_TARGET, Injection, Note
+from webhook.core.model.limitrange import LimitRangeItem
 from webhook.core.model.patch import PatchBuilder
 from webhook.core.model.pod import ContainerRef
 from webhook.core.model.profile import ContainerProfile, WorkloadProfiles
@@ -93,7 +93,8 @@ def apply_boost(
     policy: Policy,
     profiles: WorkloadProfiles,
     injections: list[Injection],
-    facts: ClusterFacts,
+    limit_ranges: Sequence[LimitRangeItem],
+    server_version: tuple[int, int] | None,
     holds: Mapping[str, Mapping[str, Hold]],
     pod_level: frozenset[str],
     patch: PatchBuilder,
@@ -123,8 +124,8 @@ def apply_boost(
         policy=rules,
         profiles=profiles,
         injections=injections,
-        limit_ranges=facts.limit_ranges,
-        server_version=facts.server_version,
+        limit_ranges=limit_ranges,
+        server_version=server_version,
         blocked=blocked,
         room=room,
     )

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.core.resize.history import unstamp
+from webhook.core.model.timestamps import unstamp
 
 __all__ = [
     "BOOSTED_LABEL",

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from decimal import ROUND_FLOOR, Decimal
 from typing import Any
 
-from webhook.core.facts import LimitRangeItem
 from webhook.core.fit.nodefree import pod_limits, pod_requests, spec_totals
 from webhook.core.model.decision import Cap, Injection
+from webhook.core.model.limitrange import LimitRangeItem
 from webhook.core.model.patch import PatchBuilder
 from webhook.core.model.pod import ContainerRef, containers
 from webhook.core.model.quantity import parse_or_none, render

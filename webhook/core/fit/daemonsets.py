@@ -15,17 +15,26 @@ the matching nodes, for DaemonSet Pods only).
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
 from webhook.core.fit.nodefree import pod_requests
-from webhook.core.fit.placement import _OS, NodeIndex, NodeShape, Placement, allows, index_nodes, placement
+from webhook.core.fit.placement import (
+    _OS,
+    DaemonSetShare,
+    NodeIndex,
+    NodeShape,
+    Placement,
+    allows,
+    index_nodes,
+    placement,
+)
 from webhook.core.model.quantity import render
 from webhook.core.model.workload import WorkloadKey
 
 __all__ = [
-    "DaemonSetShare", "describe", "index_with_daemonsets", "members", "owner", "parse_daemonset", "rooms",
+    "describe", "index_with_daemonsets", "members", "owner", "parse_daemonset", "rooms",
     "subtract",
 ]
 
@@ -45,16 +54,6 @@ _ADDED: tuple[Mapping[str, Any], ...] = tuple(
 _HOST_NETWORK = {
     "key": "node.kubernetes.io/network-unavailable", "operator": "Exists", "effect": "NoSchedule",
 }
-
-
-@dataclass(frozen=True, slots=True)
-class DaemonSetShare:
-    """One DaemonSet: what each of its Pods requests and where they land."""
-
-    key: str  # namespace/name
-    cpu: Decimal
-    memory: Decimal
-    where: Placement
 
 
 def parse_daemonset(obj: Mapping[str, Any]) -> DaemonSetShare | str:

@@ -13,22 +13,20 @@ The start-up boost is held to the same node: `room` says how much cpu it may add
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from webhook.core.facts import ClusterFacts
 from webhook.core.fit.caps import CreatedTotals, lower
-from webhook.core.fit.daemonsets import DaemonSetShare, describe, owner, rooms
-from webhook.core.fit.placement import _OS, NodeIndex, allows, placement, pod_shapes
+from webhook.core.fit.daemonsets import describe, owner, rooms
+from webhook.core.fit.placement import _OS, DaemonSetShare, NodeIndex, allows, placement, pod_shapes
 from webhook.core.model.decision import Cap, Injection
+from webhook.core.model.limitrange import LimitRangeItem
 from webhook.core.model.patch import PatchBuilder
 from webhook.core.model.quantity import render
 from webhook.core.model.workload import WorkloadKey
-
-if TYPE_CHECKING:
-    from webhook.core.policy.policies import Policy
+from webhook.core.policy.policies import Policy
 
 __all__ = ["FitOutcome", "fit_pod"]
 
@@ -102,7 +100,8 @@ def fit_pod(
     pod: Mapping[str, Any],
     *,
     policy: Policy,
-    facts: ClusterFacts,
+    nodes: NodeIndex | None,
+    limit_ranges: Sequence[LimitRangeItem],
     injections: list[Injection],
     patch: PatchBuilder,
     workload: WorkloadKey | None = None,
@@ -113,23 +112,23 @@ def fit_pod(
     `created`: the decision's totals of the Pod as created (computed here when not given).
     """
     rules = policy.fit
-    if not rules.enabled or facts.nodes is None:
+    if not rules.enabled or nodes is None:
         return FitOutcome()
-    own = owner(workload, facts.nodes)  # a DaemonSet's own Pod: its share back
-    shapes = pod_shapes(pod, facts.nodes) if own is None else rooms(placement(pod), facts.nodes, own)
+    own = owner(workload, nodes)  # a DaemonSet's own Pod: its share back
+    shapes = pod_shapes(pod, nodes) if own is None else rooms(placement(pod), nodes, own)
     what = "largest node that fits the Pod's selector"
     warnings: list[str] = []
     new_node: Shape | None = None
     new_node_taken, real = (_ZERO, _ZERO, 0), shapes[:]
     if rules.max_node_cpu is not None and rules.max_node_memory is not None:
-        new_node_taken = new_node_share(pod, facts.nodes, own)
+        new_node_taken = new_node_share(pod, nodes, own)
         new_node = (max(rules.max_node_cpu - new_node_taken[0], _ZERO),
                     max(rules.max_node_memory - new_node_taken[1], _ZERO))  # fmt: skip
         shapes.append(new_node)
         if len(shapes) == 1:
             what = "fit.maxNode (the largest node an autoscaler may add)"
     if not shapes:
-        if facts.nodes.count:
+        if nodes.count:
             warnings.append(
                 "no known node matches the Pod's selector and tolerations; requests kept (an autoscaler "
                 "may add one)"
@@ -148,11 +147,11 @@ def fit_pod(
                 whole = (rules.max_node_cpu, rules.max_node_memory)
                 reason = f"{what} {_new_node_text(resource, whole, new_node_taken)}"
             else:
-                reason = f"{what} {describe(facts.nodes, node, resource, share=own)}"
+                reason = f"{what} {describe(nodes, node, resource, share=own)}"
             floor = policy.resources[resource].min if resource in policy.resources else Decimal(0)
             done = lower(
                 pod, field=f"requests.{resource}", excess=wanted - have, floor=floor, injections=injections,
-                patch=patch, limit_ranges=facts.limit_ranges, rule="fit", reason=reason,
+                patch=patch, limit_ranges=limit_ranges, rule="fit", reason=reason,
             )
             caps += done.caps
             if done.short > 0:

@@ -19,14 +19,12 @@ from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from webhook.core.model.quantity import QuantityError, parse
 
-if TYPE_CHECKING:
-    from webhook.core.fit.daemonsets import DaemonSetShare
-
 __all__ = [
+    "DaemonSetShare",
     "NodeGroup",
     "NodeIndex",
     "NodeShape",
@@ -171,6 +169,16 @@ class Placement:
         """Equal for placements the filters treat alike (tolerations by what `_tolerated` reads)."""
         tolerations = tuple(tuple(sorted((str(k), repr(v)) for k, v in t.items())) for t in self.tolerations)
         return tuple(sorted(self.selector.items())), self.terms, tolerations, self.os
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonSetShare:
+    """One DaemonSet: what each of its Pods requests and where they land."""
+
+    key: str  # namespace/name
+    cpu: Decimal
+    memory: Decimal
+    where: Placement
 
 
 def _expressions(raw: object) -> tuple[Expression, ...]:

@@ -15,18 +15,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from webhook.core.facts import ClusterFacts
 from webhook.core.fit.caps import CreatedTotals, as_created, lower, totals, unset
 from webhook.core.model.decision import Basis, Cap, Injection
+from webhook.core.model.limitrange import LimitRangeItem
 from webhook.core.model.patch import PatchBuilder
 from webhook.core.model.pod import ContainerRef
 from webhook.core.model.quantity import parse_or_none, render
 from webhook.core.model.resourcequota import Band, Quota, RoomReading, applies, room
-
-if TYPE_CHECKING:
-    from webhook.core.policy.policies import Policy
+from webhook.core.policy.policies import Policy
 
 __all__ = ["QuotaOutcome", "charges", "quota_pod"]
 
@@ -90,7 +88,9 @@ def quota_pod(
     pod: Mapping[str, Any],
     *,
     policy: Policy,
-    facts: ClusterFacts,
+    quotas: Sequence[Quota],
+    pending: Mapping[str, Mapping[str, Decimal]],
+    limit_ranges: Sequence[LimitRangeItem],
     sizeable: Sequence[ContainerRef],
     injections: list[Injection],
     patch: PatchBuilder,
@@ -106,11 +106,11 @@ def quota_pod(
     keys' bands are the room itself. `totals_of`: the decision's totals of the Pod as created.
     """
     rules = policy.quota
-    if not rules.respect or not facts.quotas:
+    if not rules.respect or not quotas:
         return QuotaOutcome()
     warnings: list[str] = []
     totals_of = totals_of if totals_of is not None else CreatedTotals(pod)
-    counting = _counting(pod, facts.quotas, injections)
+    counting = _counting(pod, quotas, injections)
     if rules.supply_required:
         supplied = len(injections)
         created_values: dict[str, dict[str, dict[str, Any]]] = {}  # container -> as it will be created
@@ -129,8 +129,8 @@ def quota_pod(
                         injections.append(Injection(ref.name, key, found[0], found[1], Basis.POLICY))
                         values[section][resource] = found[0]
         if len(injections) != supplied:
-            counting = _counting(pod, facts.quotas, injections)
-    left = room(counting, facts.pending)
+            counting = _counting(pod, quotas, injections)
+    left = room(counting, pending)
     caps: list[Cap] = []
     bands: dict[str, Band] = {}
     now = totals_of.of(injections)
@@ -147,7 +147,7 @@ def quota_pod(
         floor = policy.resources[resource].min if resource in policy.resources else Decimal(0)
         done = lower(
             pod, field=key, excess=used - allowed, floor=floor, injections=injections, patch=patch,
-            limit_ranges=facts.limit_ranges, rule="quota", reason=reason,
+            limit_ranges=limit_ranges, rule="quota", reason=reason,
         )
         caps += done.caps
         # Full, with every value of ours at its floor: a smaller room ends the same way ("0 left").

@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
 from webhook import PREFIX
 from webhook.core.fit.nodefree import cpu_memory
+from webhook.core.model.timestamps import stamp, unstamp
 from webhook.core.model.workload import pod_workload
 
 __all__ = [
@@ -31,8 +31,6 @@ __all__ = [
     "read_history",
     "resize_progress",
     "resized_in_place",
-    "stamp",
-    "unstamp",
 ]
 
 RESIZED_ANNOTATION = PREFIX + "resized"
@@ -67,19 +65,6 @@ class Entry:
         return {(c.container, c.field, c.after) for c in self.changes} == {
             (c.container, c.field, c.after) for c in changes
         }
-
-
-def stamp(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def unstamp(text: object) -> float | None:
-    if not isinstance(text, str):
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 def _entry_json(entry: Entry) -> dict[str, Any]:

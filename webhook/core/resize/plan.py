@@ -34,10 +34,11 @@ from webhook.core.model.pod import INJECTED_ANNOTATION, SKIP_LABEL, ContainerRef
 from webhook.core.model.profile import Recommendation, WorkloadProfiles
 from webhook.core.model.qos import qos_class
 from webhook.core.model.quantity import QuantityError, parse, render
+from webhook.core.model.timestamps import unstamp
 from webhook.core.model.workload import WorkloadKey
 from webhook.core.policy.policies import Policy
 from webhook.core.policy.sections import BoostPolicy
-from webhook.core.resize.history import RIGHTSIZE_LABEL, Change, Entry, unstamp
+from webhook.core.resize.history import RIGHTSIZE_LABEL, Change, Entry
 from webhook.core.serving.shutdown import is_windows
 from webhook.core.sizing.holds import container_holds
 from webhook.core.sizing.steady import DAY

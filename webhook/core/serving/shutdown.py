@@ -9,15 +9,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from webhook.core.facts import ClusterFacts
 from webhook.core.model.decision import POD_TARGET, Injection
 from webhook.core.model.patch import PatchBuilder
 from webhook.core.model.pod import ContainerRef
 from webhook.core.policy.policies import Policy, VersionUnknown
 
-__all__ = ["DEFAULT_GRACE", "existing_sleep", "grace_period", "grace_set_by_person", "is_windows", "pre_stop"]
+__all__ = [
+    "DEFAULT_GRACE",
+    "NATIVE_SLEEP_SINCE",
+    "existing_sleep",
+    "grace_period",
+    "grace_set_by_person",
+    "is_windows",
+    "pre_stop",
+]
 
 DEFAULT_GRACE = 30  # what API defaulting fills in; a person's 30 cannot be told apart from it
+NATIVE_SLEEP_SINCE = (1, 30)  # `lifecycle.preStop.sleep` on by default
 
 
 def grace_set_by_person(pod: Mapping[str, Any]) -> int | None:
@@ -58,7 +66,7 @@ def pre_stop(
     ref: ContainerRef,
     *,
     policy: Policy,
-    facts: ClusterFacts,
+    server_version: tuple[int, int] | None,
     windows: bool,
     grace: int | None,
     patch: PatchBuilder,
@@ -79,15 +87,14 @@ def pre_stop(
         if grace < 2:
             return None, 0, f"{ref.name}: no preStop sleep: the Pod's grace period is {grace}s"
         seconds, fitted = grace // 2, f"; shortened to half the Pod's grace period of {grace}s"
-    native = facts.supports_native_sleep()
-    if native is None:
+    if server_version is None:
         if policy.when_version_unknown is VersionUnknown.SKIP:
             return None, 0, None
         native = policy.when_version_unknown is VersionUnknown.NATIVE
         version = f"cluster version unknown, so {policy.when_version_unknown.value}"
     else:
-        major, minor = facts.server_version or (0, 0)
-        version = f"cluster {major}.{minor}"
+        native = server_version >= NATIVE_SLEEP_SINCE
+        version = f"cluster {server_version[0]}.{server_version[1]}"
     if native:
         hook: dict[str, Any] = {"sleep": {"seconds": seconds}}
         how = "native sleep"

@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from webhook.core.facts import LimitRangeItem, ratio_breached
 from webhook.core.model.decision import Injection
+from webhook.core.model.limitrange import LimitRangeItem, ratio_breached
 from webhook.core.model.pod import containers
 from webhook.core.model.quantity import QuantityError, parse, render
 

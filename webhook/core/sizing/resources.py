@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
-from webhook.core.facts import LimitRangeItem, ratio_breached
 from webhook.core.model.decision import Basis, Injection
+from webhook.core.model.limitrange import LimitRangeItem, ratio_breached
 from webhook.core.model.patch import PatchBuilder
 from webhook.core.model.pod import NO_LIMIT_MARK, ContainerRef
 from webhook.core.model.profile import ContainerProfile, Recommendation

@@ -17,8 +17,10 @@ __all__ = ["STEP"]
 def _run(ctx: Context) -> None:
     if "resources" not in ctx.features:
         return
-    outcome = fit_pod(ctx.pod, policy=ctx.policy, facts=ctx.facts, injections=ctx.injections, patch=ctx.patch,
-                      workload=ctx.workload, created=ctx.totals_of())
+    outcome = fit_pod(
+        ctx.pod, policy=ctx.policy, nodes=ctx.facts.nodes, limit_ranges=ctx.facts.limit_ranges,
+        injections=ctx.injections, patch=ctx.patch, workload=ctx.workload, created=ctx.totals_of(),
+    )
     ctx.caps += outcome.caps
     ctx.warnings += [cap.describe() for cap in outcome.caps]
     ctx.warnings += outcome.warnings

@@ -19,7 +19,8 @@ def _run(ctx: Context) -> None:
     if "resources" not in ctx.features or not ctx.facts.quotas or not ctx.policy.quota.respect:
         return
     outcome = quota_pod(
-        ctx.pod, policy=ctx.policy, facts=ctx.facts, sizeable=ctx.sizeable, injections=ctx.injections,
+        ctx.pod, policy=ctx.policy, quotas=ctx.facts.quotas, pending=ctx.facts.pending,
+        limit_ranges=ctx.facts.limit_ranges, sizeable=ctx.sizeable, injections=ctx.injections,
         patch=ctx.patch, boost_reads_room=ctx.policy.startup_boost.enabled and ctx.serving_pod,
         totals_of=ctx.totals_of(),
     )

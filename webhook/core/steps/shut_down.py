@@ -25,8 +25,8 @@ def _run(ctx: Context) -> None:
             if not ctx.serves(ref):
                 continue
             injection, seconds, warning = pre_stop(
-                ref, policy=policy, facts=ctx.facts, windows=ctx.windows, grace=personal_grace,
-                patch=ctx.patch, pause=pause,
+                ref, policy=policy, server_version=ctx.facts.server_version, windows=ctx.windows,
+                grace=personal_grace, patch=ctx.patch, pause=pause,
             )
             if injection is not None:
                 ctx.injections.append(injection)

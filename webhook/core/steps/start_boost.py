@@ -21,8 +21,9 @@ def _run(ctx: Context) -> None:
         return
     ctx.injections += apply_boost(
         ctx.pod, ctx.sizeable, policy=ctx.policy, profiles=ctx.profiles, injections=ctx.injections,
-        facts=ctx.facts, holds=ctx.holds, pod_level=ctx.pod_level, patch=ctx.patch, notes=ctx.notes,
-        room=dict(ctx.room), boosted_values=ctx.boosted,
+        limit_ranges=ctx.facts.limit_ranges, server_version=ctx.facts.server_version, holds=ctx.holds,
+        pod_level=ctx.pod_level, patch=ctx.patch, notes=ctx.notes, room=dict(ctx.room),
+        boosted_values=ctx.boosted,
     )
 
 
