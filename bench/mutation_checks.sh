@@ -140,7 +140,7 @@ resources-history-note-replaces|webhook/core/sizing/resources.py|s/limit_note +=
 resources-neither-ours-break|webhook/core/sizing/resources.py|/if not request_is_ours and not limit_is_ours:/{n;s/continue/break/}|tests/engine/test_resources.py::TestAPersonsValuesBesideOurs
 resources-replaced-limit-caps|webhook/core/sizing/resources.py|s/fixed_limit = None if limit_is_ours else limit/fixed_limit = None if (limit_is_ours) and False else limit/|tests/engine/test_resources.py::TestAPersonsValuesBesideOurs
 resources-cap-ge|webhook/core/sizing/resources.py|s/and new_request > fixed_limit:/and new_request >= fixed_limit:/|tests/engine/test_resources.py::TestAPersonsValuesBesideOurs
-resources-unchanged-request-written|webhook/core/sizing/resources.py|s/if request_is_ours and new_request != request:/if request_is_ours or new_request != request:/|tests/engine/test_resources.py::TestAPersonsValuesBesideOurs
+resources-unchanged-request-written|webhook/core/sizing/resources.py|s/if new_request != old_request:/if new_request == new_request:/|tests/engine/test_resources.py::TestAPersonsValuesBesideOurs
 deadline-budget-100|webhook/server/deadline.py|s/^BUDGET = 0.8/BUDGET = 1.0/|tests/server/test_attacks.py -k 80_percent
 deadline-budget-50|webhook/server/deadline.py|s/^BUDGET = 0.8/BUDGET = 0.5/|tests/server/test_attacks.py -k 80_percent
 deadline-ge-for-lt|webhook/server/mutate.py|s/- arrived >= BUDGET/- arrived < BUDGET/|tests/server/test_attacks.py -k 80_percent

@@ -105,33 +105,84 @@ def quota_pod(
     room itself. `boost_reads_room`: the start-up boost will read the cpu room this returns, so those
     keys' bands are the room itself. `totals_of`: the decision's totals of the Pod as created.
     """
-    rules = policy.quota
-    if not rules.respect or not quotas:
+    if not policy.quota.respect or not quotas:
         return QuotaOutcome()
-    warnings: list[str] = []
     totals_of = totals_of if totals_of is not None else CreatedTotals(pod)
     counting = _counting(pod, quotas, injections)
-    if rules.supply_required:
-        supplied = len(injections)
-        created_values: dict[str, dict[str, dict[str, Any]]] = {}  # container -> as it will be created
-        for quota in counting:
-            for key in _ORDER:
-                if key not in quota.hard:
-                    continue
-                for ref in sizeable:
-                    values = created_values.get(ref.name)
-                    if values is None:
-                        values = created_values[ref.name] = _created_values(ref, injections)
-                    found = _supply(values, key, policy=policy, quota=quota.name)
-                    if found is not None:
-                        section, resource = key.split(".", 1)
-                        patch.set((*ref.path, "resources", section, resource), found[0])
-                        injections.append(Injection(ref.name, key, found[0], found[1], Basis.POLICY))
-                        values[section][resource] = found[0]
-        if len(injections) != supplied:
-            counting = _counting(pod, quotas, injections)
+    if policy.quota.supply_required and _supply_required(
+        counting, policy=policy, sizeable=sizeable, injections=injections, patch=patch
+    ):
+        counting = _counting(pod, quotas, injections)
     left = room(counting, pending)
+    fallback = _fall_back(
+        pod, left, policy=policy, limit_ranges=limit_ranges, injections=injections, patch=patch,
+        totals_of=totals_of,
+    )
+    bands = fallback.bands
+    if boost_reads_room:
+        for key in ("requests.cpu", "limits.cpu"):
+            if key in left:
+                bands[key] = Band(low=left[key][0], high=left[key][0], name=bands[key].name)
+    after = fallback.after
+    return QuotaOutcome(
+        fallback.caps, fallback.warnings,
+        {key: max(amount - after.get(key, _ZERO), _ZERO) for key, (amount, _) in left.items()},
+        RoomReading(tuple(quota.name for quota in counting), bands) if bands else None,
+    )
+
+
+def _supply_required(
+    counting: Sequence[Quota],
+    *,
+    policy: Policy,
+    sizeable: Sequence[ContainerRef],
+    injections: list[Injection],
+    patch: PatchBuilder,
+) -> bool:
+    """Supply each value a quota that counts the Pod tracks and a container lacks (`_supply`); whether
+    any was (the Pod's scopes may then read differently)."""
+    before = len(injections)
+    created_values: dict[str, dict[str, dict[str, Any]]] = {}  # container -> as it will be created
+    for quota in counting:
+        for key in _ORDER:
+            if key not in quota.hard:
+                continue
+            for ref in sizeable:
+                values = created_values.get(ref.name)
+                if values is None:
+                    values = created_values[ref.name] = _created_values(ref, injections)
+                supplied = _supply(values, key, policy=policy, quota=quota.name)
+                if supplied is not None:
+                    value, why = supplied
+                    section, resource = key.split(".", 1)
+                    patch.set((*ref.path, "resources", section, resource), value)
+                    injections.append(Injection(ref.name, key, value, why, Basis.POLICY))
+                    values[section][resource] = value
+    return len(injections) != before
+
+
+@dataclass(frozen=True, slots=True)
+class _Fallback:
+    caps: tuple[Cap, ...]
+    warnings: tuple[str, ...]
+    bands: dict[str, Band]  # key -> the rooms that give this same outcome
+    after: Mapping[str, Decimal]  # the Pod's totals as created, after the fallback
+
+
+def _fall_back(
+    pod: Mapping[str, Any],
+    left: Mapping[str, tuple[Decimal, str]],
+    *,
+    policy: Policy,
+    limit_ranges: Sequence[LimitRangeItem],
+    injections: list[Injection],
+    patch: PatchBuilder,
+    totals_of: CreatedTotals,
+) -> _Fallback:
+    """Per key a quota tracks, in `_ORDER`: what pod-tailor added comes down (`lower`) to fit what
+    the tightest quota has `left`, or out (`unset`) when even the floors do not fit."""
     caps: list[Cap] = []
+    warnings: list[str] = []
     bands: dict[str, Band] = {}
     now = totals_of.of(injections)
     for key in _ORDER:
@@ -161,16 +212,7 @@ def quota_pod(
                 "left): pod-tailor's values left out"
             )
         now = totals_of.of(injections)
-    after = now
-    if boost_reads_room:
-        for key in ("requests.cpu", "limits.cpu"):
-            if key in left:
-                bands[key] = Band(low=left[key][0], high=left[key][0], name=bands[key].name)
-    return QuotaOutcome(
-        tuple(caps), tuple(warnings),
-        {key: max(amount - after.get(key, _ZERO), _ZERO) for key, (amount, _) in left.items()},
-        RoomReading(tuple(quota.name for quota in counting), bands) if bands else None,
-    )
+    return _Fallback(tuple(caps), tuple(warnings), bands, now)
 
 
 def charges(

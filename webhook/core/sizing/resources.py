@@ -146,8 +146,11 @@ def size_container(
 ) -> tuple[list[Injection], list[str]]:
     """Fill what is missing in one container's requests and limits; returns injections and warnings.
 
-    `guessed_before`: (container, resource) requests an earlier pass set from a guess, without a limit.
+    Per resource the policy manages: read what the container has, decide which of its request and
+    limit are pod-tailor's to set (`_whose`), size the request (`_new_request`) and the limit
+    (`_new_limit`) within every bound, then write and explain them (`_inject`).
 
+    `guessed_before`: (container, resource) requests an earlier pass set from a guess, without a limit.
     `withheld` holds (resource, "limits") or (resource, "all"): what must not be added (see `podlimits`).
     `holds` (resource -> Hold, see `webhook.core.sizing.holds`): left to a VPA, or not sized from history.
     """
@@ -166,18 +169,11 @@ def size_container(
             )
             continue
         candidate = _candidate(resource, rules=rules, policy=policy, profile=profile, hold=hold)
-        replaceable = _may_replace(policy.limit_ranger, from_profile=candidate.from_profile)
-        request_is_ours = request is None or (
-            replaceable and (ref.name, "request", resource) in limit_ranger_marks
+        whose = _whose(
+            ref.name, resource, request=request, limit=limit, rules=rules, policy=policy, profile=profile,
+            candidate=candidate, marks=limit_ranger_marks, withheld=withheld, guessed_before=guessed_before,
         )
-        limit_is_ours = (resource, "limits") not in withheld and (
-            limit is None
-            or (
-                replaceable
-                and rules.limit is not LimitMode.NONE
-                and (ref.name, "limit", resource) in limit_ranger_marks
-            )
-        )
+        request_is_ours, limit_is_ours = whose.request, whose.limit
         persons = request is not None and (ref.name, "request", resource) not in limit_ranger_marks
         if persons and not request_is_ours and request is not None:
             outside = _outside(resource, request, rules)
@@ -185,85 +181,177 @@ def size_container(
                 warnings.append(f"{ref.name}: {resource} request {render(resource, request)} {outside}; kept")
         if not request_is_ours and not limit_is_ours:
             continue
-        evidence = usable_recommendation(profile, policy) is not None and resource in ("cpu", "memory")
-        # A limit only from evidence: a request history measured, or history beside a person's request;
-        # a person's request alone is no evidence of what the container needs at most (VPA, KRR).
-        guessed = not rules.limit_without_history and (
-            (request_is_ours and not candidate.from_profile)
-            or (not request_is_ours and not evidence)
-            or (ref.name, resource) in guessed_before
-        )
-        no_limit_note = ""
-        if guessed and limit_is_ours and rules.limit is not LimitMode.NONE:
-            # The request is the policy's guess: a limit derived from it could kill (memory) or
-            # throttle (cpu) a workload nobody has measured yet.
-            limit_is_ours, no_limit_note = False, f"; {NO_LIMIT_MARK}"
         bounds = container_bounds(limit_ranges, resource)
-        new_request, request_note = (
-            _bounded_request(resource, candidate.value, rules=rules, bounds=bounds)
-            if request_is_ours
-            else (request, "")
+        new_request, request_note = _new_request(
+            ref.name, resource, request=request, limit=limit, whose=whose, candidate=candidate, rules=rules,
+            bounds=bounds, warnings=warnings,
         )
-        assert new_request is not None
-        fixed_limit = None if limit_is_ours else limit
-        if request_is_ours and fixed_limit is not None and new_request > fixed_limit:
+        new_limit, limit_note = _new_limit(
+            ref.name, resource, new_request=new_request, whose=whose, candidate=candidate, rules=rules,
+            bounds=bounds, profile=profile, policy=policy, hold=hold, warnings=warnings,
+        )
+        injections += _inject(
+            ref, resource, candidate=candidate, patch=patch,
+            request=(request, new_request, request_note) if request_is_ours else None,
+            limit=(limit, new_limit, limit_note), no_limit_note=whose.no_limit_note,
+        )
+    return injections, warnings
+
+
+@dataclass(frozen=True, slots=True)
+class _Whose:
+    """Which of a container's request and limit for one resource pod-tailor sets."""
+
+    request: bool
+    limit: bool
+    no_limit_note: str = ""  # why a limit pod-tailor could set stays unset (the request is a guess)
+
+
+def _whose(
+    name: str,
+    resource: str,
+    *,
+    request: Decimal | None,
+    limit: Decimal | None,
+    rules: ResourcePolicy,
+    policy: Policy,
+    profile: ContainerProfile | None,
+    candidate: _Candidate,
+    marks: frozenset[tuple[str, str, str]],
+    withheld: frozenset[tuple[str, str]],
+    guessed_before: frozenset[tuple[str, str]],
+) -> _Whose:
+    """What is missing is pod-tailor's, and what LimitRanger filled in where the policy replaces it;
+    a limit only where the request rests on evidence (or the policy derives one from a guess)."""
+    replaceable = _may_replace(policy.limit_ranger, from_profile=candidate.from_profile)
+    request_is_ours = request is None or (replaceable and (name, "request", resource) in marks)
+    limit_is_ours = (resource, "limits") not in withheld and (
+        limit is None
+        or (replaceable and rules.limit is not LimitMode.NONE and (name, "limit", resource) in marks)
+    )
+    if not request_is_ours and not limit_is_ours:
+        return _Whose(request=False, limit=False)
+    evidence = usable_recommendation(profile, policy) is not None and resource in ("cpu", "memory")
+    # A limit only from evidence: a request history measured, or history beside a person's request;
+    # a person's request alone is no evidence of what the container needs at most (VPA, KRR).
+    guessed = not rules.limit_without_history and (
+        (request_is_ours and not candidate.from_profile)
+        or (not request_is_ours and not evidence)
+        or (name, resource) in guessed_before
+    )
+    if guessed and limit_is_ours and rules.limit is not LimitMode.NONE:
+        # The request is the policy's guess: a limit derived from it could kill (memory) or
+        # throttle (cpu) a workload nobody has measured yet.
+        return _Whose(request=request_is_ours, limit=False, no_limit_note=f"; {NO_LIMIT_MARK}")
+    return _Whose(request=request_is_ours, limit=limit_is_ours)
+
+
+def _new_request(
+    name: str,
+    resource: str,
+    *,
+    request: Decimal | None,
+    limit: Decimal | None,
+    whose: _Whose,
+    candidate: _Candidate,
+    rules: ResourcePolicy,
+    bounds: Bounds,
+    warnings: list[str],
+) -> tuple[Decimal, str]:
+    """The request to serve and its note: the candidate within the policy's and the LimitRange's
+    bounds, and never above a limit that stays; a request that is not ours stays as it is."""
+    request_is_ours, limit_is_ours = whose.request, whose.limit
+    if not request_is_ours:
+        assert request is not None  # a missing request is always ours
+        return request, ""
+    new_request, request_note = _bounded_request(resource, candidate.value, rules=rules, bounds=bounds)
+    fixed_limit = None if limit_is_ours else limit
+    if fixed_limit is not None and new_request > fixed_limit:
+        warnings.append(f"{name}: {resource} request capped at its limit {render(resource, fixed_limit)}")
+        new_request, request_note = fixed_limit, f"{request_note}; capped at limit"
+    return new_request, request_note
+
+
+def _new_limit(
+    name: str,
+    resource: str,
+    *,
+    new_request: Decimal,
+    whose: _Whose,
+    candidate: _Candidate,
+    rules: ResourcePolicy,
+    bounds: Bounds,
+    profile: ContainerProfile | None,
+    policy: Policy,
+    hold: Hold | None,
+    warnings: list[str],
+) -> tuple[Decimal | None, str]:
+    """The limit to set over `new_request` (the one served) and its note; None: none of ours to set."""
+    if not whose.limit:
+        return None, ""
+    # Beside a person's request, history's own value counts when it is the larger (never a limit
+    # below what the container was seen to use).
+    limit_base = new_request
+    if not whose.request and candidate.from_profile and candidate.value > limit_base:
+        limit_base = candidate.value
+    new_limit, limit_note = _bounded_limit(
+        resource, limit_base, rules=rules, bounds=bounds, profile=profile, policy=policy
+    )
+    if new_limit is not None and limit_base > new_request:
+        limit_note += f"; from history's {render(resource, limit_base)}, above the request"
+    if new_limit is not None and new_limit <= 0:
+        new_limit = None  # a zero request (a person's) never becomes a zero limit
+    if hold is not None and new_limit is not None:
+        # The request is not history's, but a limit below what history saw would kill or throttle.
+        need = _need(resource, profile, policy)
+        if need is not None and new_limit < need:
             warnings.append(
-                f"{ref.name}: {resource} request capped at its limit {render(resource, fixed_limit)}"
+                f"{name}: {resource} limit not set: {render(resource, new_limit)} is "
+                f"below the {render(resource, need)} history says it uses ({hold.by})"
             )
-            new_request, request_note = fixed_limit, f"{request_note}; capped at limit"
-        # Beside a person's request, history's own value counts when it is the larger (never a limit
-        # below what the container was seen to use).
-        limit_base = new_request
-        if not request_is_ours and candidate.from_profile and candidate.value > limit_base:
-            limit_base = candidate.value
-        new_limit, limit_note = (
-            _bounded_limit(resource, limit_base, rules=rules, bounds=bounds, profile=profile, policy=policy)
-            if limit_is_ours
-            else (None, "")
-        )
-        if new_limit is not None and limit_base > new_request:
-            limit_note += f"; from history's {render(resource, limit_base)}, above the request"
-        if new_limit is not None and new_limit <= 0:
-            new_limit = None  # a zero request (a person's) never becomes a zero limit
-        if hold is not None and new_limit is not None:
-            # The request is not history's, but a limit below what history saw would kill or throttle.
-            need = _need(resource, profile, policy)
-            if need is not None and new_limit < need:
-                warnings.append(
-                    f"{ref.name}: {resource} limit not set: {render(resource, new_limit)} is "
-                    f"below the {render(resource, need)} history says it uses ({hold.by})"
-                )
-                new_limit = None
-        base = (*ref.path, "resources")
-        basis = Basis.HELD if candidate.held else Basis.HISTORY if candidate.from_profile else Basis.POLICY
-        if request_is_ours and new_request != request:
+            new_limit = None
+    return new_limit, limit_note
+
+
+def _inject(
+    ref: ContainerRef,
+    resource: str,
+    *,
+    candidate: _Candidate,
+    patch: PatchBuilder,
+    request: tuple[Decimal | None, Decimal, str] | None,
+    limit: tuple[Decimal | None, Decimal | None, str],
+    no_limit_note: str,
+) -> list[Injection]:
+    """Write the values that changed into the patch, each with its explanation.
+
+    `request` (None: not ours) and `limit`: (the container's value, the new one, its note);
+    `no_limit_note` says why the request comes without a limit.
+    """
+    injections: list[Injection] = []
+    base = (*ref.path, "resources")
+    basis = Basis.HELD if candidate.held else Basis.HISTORY if candidate.from_profile else Basis.POLICY
+    if request is not None:
+        old_request, new_request, request_note = request
+        if new_request != old_request:
             text = render(resource, new_request)
             patch.set((*base, "requests", resource), text)
-            injections.append(
-                Injection(
-                    ref.name,
-                    f"requests.{resource}",
-                    text,
-                    candidate.source + request_note + no_limit_note,
-                    Basis.LIMIT_RANGE if _LIMIT_RANGE in request_note else basis,
-                )
-            )
-        if new_limit is not None and new_limit != limit:
-            text = render(resource, new_limit)
-            patch.set((*base, "limits", resource), text)
-            limit_basis = (
-                Basis.LIMIT_RANGE
-                if _LIMIT_RANGE in limit_note
-                else Basis.HISTORY
-                if limit_note.startswith(_STARTUP_PEAK)
-                else basis
-            )
-            injections.append(
-                Injection(
-                    ref.name, f"limits.{resource}", text, limit_note, limit_basis
-                )
-            )
-    return injections, warnings
+            source = candidate.source + request_note + no_limit_note
+            request_basis = Basis.LIMIT_RANGE if _LIMIT_RANGE in request_note else basis
+            injections.append(Injection(ref.name, f"requests.{resource}", text, source, request_basis))
+    old_limit, new_limit, limit_note = limit
+    if new_limit is not None and new_limit != old_limit:
+        text = render(resource, new_limit)
+        patch.set((*base, "limits", resource), text)
+        limit_basis = (
+            Basis.LIMIT_RANGE
+            if _LIMIT_RANGE in limit_note
+            else Basis.HISTORY
+            if limit_note.startswith(_STARTUP_PEAK)
+            else basis
+        )
+        injections.append(Injection(ref.name, f"limits.{resource}", text, limit_note, limit_basis))
+    return injections
 
 
 def _outside(resource: str, value: Decimal, rules: ResourcePolicy) -> str:
