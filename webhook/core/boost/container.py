@@ -12,14 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_FLOOR, Decimal
-from typing import Any
 
 from webhook.core.boost.record import BoostRecord, SteadyCpu
 from webhook.core.model.decision import Injection
 from webhook.core.model.limitrange import LimitRangeItem
 from webhook.core.model.pod import ContainerRef
 from webhook.core.model.profile import ContainerProfile, Recommendation
-from webhook.core.model.quantity import QuantityError, parse, render
+from webhook.core.model.quantity import parse_or_none, render
 from webhook.core.policy.sections import BoostPolicy, BoostSource, BoostUntil
 
 __all__ = [
@@ -46,24 +45,9 @@ class Boosted:
     injection: Injection
 
 
-def _cpu(section: object) -> Decimal | None:
-    value = section.get("cpu") if isinstance(section, Mapping) else None
-    try:
-        return parse(value) if value is not None else None
-    except QuantityError:
-        return None
-
-
 def _cap(limit_ranges: Sequence[LimitRangeItem]) -> Decimal | None:
     found = [item.max["cpu"] for item in limit_ranges if item.type == "Container" and "cpu" in item.max]
     return min(found, default=None)
-
-
-def _restarts_on_cpu_resize(body: Mapping[str, Any]) -> bool:
-    for entry in body.get("resizePolicy") or ():
-        if isinstance(entry, Mapping) and entry.get("resourceName") == "cpu":
-            return entry.get("restartPolicy") == "RestartContainer"
-    return False
 
 
 def boost_container(
@@ -86,13 +70,17 @@ def boost_container(
     resources = ref.body.get("resources") or {}
 
     def final(section: str) -> Decimal | None:
+        """The container's cpu `section` value as it will be created (pod-tailor's, else its own)."""
         key = f"{section}.cpu"
-        return _cpu({"cpu": injected[key]} if key in injected else resources.get(section))
+        if key in injected:
+            return parse_or_none(injected[key])
+        values = resources.get(section)
+        return parse_or_none(values.get("cpu")) if isinstance(values, Mapping) else None
 
     request, limit = final("requests"), final("limits")
     if request is None or request <= 0:
         return None, ""
-    if _restarts_on_cpu_resize(ref.body):
+    if ref.restarts_on_resize("cpu"):
         return None, "no start-up boost: cpu resizePolicy RestartContainer would restart it to give CPU back"
     if policy.source is BoostSource.PROFILE:
         peak = profile.startup_cpu if isinstance(profile, Recommendation) else None

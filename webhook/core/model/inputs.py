@@ -35,7 +35,6 @@ __all__ = [
     "BASE_LABEL_KEYS",
     "ContainerInputs",
     "MetadataInputs",
-    "PodInputs",
     "SpecInputs",
     "decision_inputs",
     "metadata_inputs",
@@ -84,11 +83,6 @@ class SpecInputs(TypedDict, total=False):
     activeDeadlineSeconds: Any
     containers: list[ContainerInputs]
     initContainers: list[ContainerInputs]
-
-
-class PodInputs(TypedDict, total=False):
-    metadata: MetadataInputs
-    spec: SpecInputs
 
 
 _GROUPS = ("containers", "initContainers")

@@ -60,6 +60,14 @@ class ContainerRef:
     def is_native_sidecar(self) -> bool:
         return self.group == "initContainers" and self.body.get("restartPolicy") == "Always"
 
+    def restarts_on_resize(self, resource: str) -> bool:
+        """Whether resizing `resource` in place restarts the container: its `resizePolicy` for it is
+        RestartContainer (the default is NotRequired)."""
+        for entry in self.body.get("resizePolicy") or ():
+            if isinstance(entry, Mapping) and entry.get("resourceName") == resource:
+                return entry.get("restartPolicy") == "RestartContainer"
+        return False
+
 
 def _string_map(value: object) -> bool:
     return value is None or (

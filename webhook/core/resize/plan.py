@@ -33,7 +33,7 @@ from webhook.core.model.namespace import Mode, NamespaceSettings
 from webhook.core.model.pod import INJECTED_ANNOTATION, SKIP_LABEL, ContainerRef, containers
 from webhook.core.model.profile import Recommendation, WorkloadProfiles
 from webhook.core.model.qos import qos_class
-from webhook.core.model.quantity import QuantityError, parse, render
+from webhook.core.model.quantity import parse, parse_or_none, render
 from webhook.core.model.timestamps import unstamp
 from webhook.core.model.workload import WorkloadKey
 from webhook.core.policy.policies import Policy
@@ -154,12 +154,9 @@ def owned_fields(pod: Mapping[str, Any]) -> dict[str, frozenset[str]]:
 
 
 def _read(container: Mapping[str, Any], field: str) -> Decimal | None:
+    """The container's `requests.cpu`-like `field`; None when absent or unreadable."""
     section, _, resource = field.partition(".")
-    raw = ((container.get("resources") or {}).get(section) or {}).get(resource)
-    try:
-        return parse(raw) if raw is not None else None
-    except QuantityError:
-        return None
+    return parse_or_none(((container.get("resources") or {}).get(section) or {}).get(resource))
 
 
 def _as_authored(pod: Mapping[str, Any], owned: Mapping[str, frozenset[str]]) -> dict[str, Any]:
@@ -192,13 +189,6 @@ def admission_values(
         for found in decision.injections
         if found.field in owned.get(found.target, ())
     }
-
-
-def _restarts(body: Mapping[str, Any], resource: str) -> bool:
-    for entry in body.get("resizePolicy") or ():
-        if isinstance(entry, Mapping) and entry.get("resourceName") == resource:
-            return entry.get("restartPolicy") == "RestartContainer"
-    return False  # the default is NotRequired
 
 
 def _round(resource: str, value: Decimal) -> Decimal:
@@ -278,7 +268,7 @@ def _container_values(
         if resource in held:
             draft.notes.append(f"{ref.name}: {resource} left alone: {held[resource]}")
             continue
-        if _restarts(ref.body, resource):
+        if ref.restarts_on_resize(resource):
             draft.notes.append(
                 f"{ref.name}: {resource} left alone: resizePolicy RestartContainer would restart it"
             )
