@@ -46,8 +46,8 @@ class Boosted:
 
 
 def _cap(limit_ranges: Sequence[LimitRangeItem]) -> Decimal | None:
-    found = [item.max["cpu"] for item in limit_ranges if item.type == "Container" and "cpu" in item.max]
-    return min(found, default=None)
+    maxima = [item.max["cpu"] for item in limit_ranges if item.type == "Container" and "cpu" in item.max]
+    return min(maxima, default=None)
 
 
 def boost_container(
@@ -137,7 +137,7 @@ def _peak_note(profile: Recommendation) -> str:
 
 def boost_record(boosted: Sequence[Boosted], policy: BoostPolicy) -> BoostRecord:
     return BoostRecord(
-        tuple(found.steady for found in boosted),
+        tuple(boost.steady for boost in boosted),
         until=policy.until.value,
         extra_seconds=policy.extra_seconds,
         max_seconds=policy.max_seconds,

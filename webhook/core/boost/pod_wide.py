@@ -58,7 +58,7 @@ def boost_pod(
         if ref.name in blocked:
             notes.append((ref.name, f"no start-up boost: {blocked[ref.name]}"))
             continue
-        found, why_not = boost_container(
+        boost, why_not = boost_container(
             ref,
             policy=policy,
             profile=profiles.get(ref.name),
@@ -66,21 +66,21 @@ def boost_pod(
             limit_ranges=limit_ranges,
             room=room,
         )
-        if found is not None:
-            boosted.append((ref, found))
+        if boost is not None:
+            boosted.append((ref, boost))
             if room:
-                _take(room, found)
+                _take(room, boost)
         elif why_not:
             notes.append((ref.name, why_not))
     return boosted, notes
 
 
-def _take(room: dict[str, tuple[Decimal, str]], found: Boosted) -> None:
+def _take(room: dict[str, tuple[Decimal, str]], boost: Boosted) -> None:
     """Less room for the next container: what this boost added to the request and the limit."""
-    steady_request = parse(found.steady.request)
-    added = {"requests.cpu": found.request - steady_request}
-    if found.limit is not None and found.steady.limit is not None:
-        added["limits.cpu"] = found.limit - parse(found.steady.limit)
+    steady_request = parse(boost.steady.request)
+    added = {"requests.cpu": boost.request - steady_request}
+    if boost.limit is not None and boost.steady.limit is not None:
+        added["limits.cpu"] = boost.limit - parse(boost.steady.limit)
     for key, amount in added.items():
         if key in room:
             room[key] = (room[key][0] - amount, room[key][1])
@@ -130,18 +130,18 @@ def apply_boost(
         room=room,
     )
     notes += [Note(target, text) for target, text in said]
-    for ref, found in boosted:
+    for ref, boost in boosted:
         if boosted_values is not None:  # as the Pod is created, for what it charges its quotas
-            boosted_values.append(Injection(ref.name, "requests.cpu", render("cpu", found.request), ""))
-            if found.limit is not None:
-                boosted_values.append(Injection(ref.name, "limits.cpu", render("cpu", found.limit), ""))
-        patch.set((*ref.path, "resources", "requests", "cpu"), render("cpu", found.request))
-        if found.limit is not None:
-            patch.set((*ref.path, "resources", "limits", "cpu"), render("cpu", found.limit))
+            boosted_values.append(Injection(ref.name, "requests.cpu", render("cpu", boost.request), ""))
+            if boost.limit is not None:
+                boosted_values.append(Injection(ref.name, "limits.cpu", render("cpu", boost.limit), ""))
+        patch.set((*ref.path, "resources", "requests", "cpu"), render("cpu", boost.request))
+        if boost.limit is not None:
+            patch.set((*ref.path, "resources", "limits", "cpu"), render("cpu", boost.limit))
         if not ref.body.get("resizePolicy"):
             patch.set((*ref.path, "resizePolicy"), [{"resourceName": "cpu", "restartPolicy": "NotRequired"}])
     if boosted:
         patch.set(("metadata", "labels", BOOSTED_LABEL), "true")
-        record = boost_record([found for _, found in boosted], rules)
+        record = boost_record([boost for _, boost in boosted], rules)
         patch.set(("metadata", "annotations", BOOST_ANNOTATION), record.dumps())
-    return [found.injection for _, found in boosted]
+    return [boost.injection for _, boost in boosted]

@@ -71,10 +71,10 @@ def read_record(annotations: Mapping[str, Any]) -> BoostRecord | None:
         if not isinstance(body, dict):
             return None
         containers = tuple(
-            SteadyCpu(name, str(found["cpu"]["request"]),
-                      str(found["cpu"]["limit"]) if found["cpu"].get("limit") else None,
-                      str(found["cpu"].get("boosted", "")))
-            for name, found in body["containers"].items()
+            SteadyCpu(name, str(values["cpu"]["request"]),
+                      str(values["cpu"]["limit"]) if values["cpu"].get("limit") else None,
+                      str(values["cpu"].get("boosted", "")))
+            for name, values in body["containers"].items()
         )  # fmt: skip
         return BoostRecord(
             containers, until=str(body.get("until", "ready")), extra_seconds=int(body.get("extraSeconds", 0)),
@@ -92,8 +92,8 @@ def started_at(pod: Mapping[str, Any]) -> float | None:
 
 
 def _section(pod: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    found = pod.get(key)
-    return found if isinstance(found, Mapping) else {}
+    value = pod.get(key)
+    return value if isinstance(value, Mapping) else {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,8 +121,8 @@ def revert_due(pod: Mapping[str, Any], record: BoostRecord, *, now: float) -> Du
         return Due(now >= at, f"{record.extra_seconds}s after the start", at=min(at, deadline))
     ready = [c for c in status.get("conditions") or () if isinstance(c, Mapping) and c.get("type") == "Ready"]
     ready_true = ready and ready[0].get("status") == "True"
-    since = unstamp(ready[0].get("lastTransitionTime")) if ready_true else None
-    if since is None:
+    ready_at = unstamp(ready[0].get("lastTransitionTime")) if ready_true else None
+    if ready_at is None:
         return Due(False, "not Ready yet", at=deadline)
-    at = since + record.extra_seconds
+    at = ready_at + record.extra_seconds
     return Due(now >= at, f"Ready + {record.extra_seconds}s", at=min(at, deadline))

@@ -29,8 +29,8 @@ _SECTIONS = ("requests", "limits")
 
 
 def _body_with(body: Mapping[str, Any], values: Mapping[str, str]) -> dict[str, Any]:
-    found = body.get("resources")
-    resources: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    raw = body.get("resources")
+    resources: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
     new = {section: dict(resources.get(section) or {}) for section in _SECTIONS}
     for key, text in values.items():
         section, resource = key.split(".", 1)
@@ -59,9 +59,9 @@ def as_created(pod: Mapping[str, Any], injections: Sequence[Injection]) -> Mappi
 
 def totals(pod: Mapping[str, Any]) -> dict[str, Decimal]:
     """"requests.cpu", "limits.memory", ... of the whole Pod as the scheduler and quota count them."""
-    found = {f"requests.{r}": v for r, v in pod_requests(pod).items()}
-    found.update({f"limits.{r}": v for r, v in pod_limits(pod).items()})
-    return found
+    amounts = {f"requests.{r}": v for r, v in pod_requests(pod).items()}
+    amounts.update({f"limits.{r}": v for r, v in pod_limits(pod).items()})
+    return amounts
 
 
 class CreatedTotals:
@@ -81,17 +81,17 @@ class CreatedTotals:
         """The totals of the Pod with `injections` over its own values (what `as_created` reads)."""
         # A list made into a tuple: asked several times a decision, and a generator costs twice as much.
         key = tuple([(i.target, i.field, i.value) for i in injections if i.field.startswith(_VALUES)])
-        found = self._seen.get(key)
-        if found is None:
+        amounts = self._seen.get(key)
+        if amounts is None:
             if _has_statuses(self._pod):
-                found = totals(as_created(self._pod, injections))
+                amounts = totals(as_created(self._pod, injections))
             else:  # the usual Pod at admission: one pass over its spec, no copy (a property holds it equal)
                 over: dict[str, dict[str, str]] = {}
                 for target, name, value in key:
                     over.setdefault(target, {})[name] = value
-                found = spec_totals(self._pod, over)
-            self._seen[key] = found
-        return found
+                amounts = spec_totals(self._pod, over)
+            self._seen[key] = amounts
+        return amounts
 
 
 _VALUES = ("requests.", "limits.")

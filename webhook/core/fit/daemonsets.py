@@ -87,17 +87,17 @@ def subtract(nodes: Sequence[NodeShape | str], daemonsets: Sequence[DaemonSetSha
     """
     read = tuple(sorted(set().union(*(share.where.keys() for share in daemonsets)) | {_OS}))
     by_name = any(share.where.by_field for share in daemonsets)
-    found: dict[Hashable, tuple[tuple[str, ...], Decimal, Decimal]] = {}
+    landing_by_signature: dict[Hashable, tuple[tuple[str, ...], Decimal, Decimal]] = {}
     out: list[NodeShape | str] = []
     for node in nodes:
         if not isinstance(node, NodeShape):
             out.append(node)
             continue
         signature = (tuple(node.labels.get(k) for k in read), node.taints, node.name if by_name else "")
-        landing = found.get(signature)
+        landing = landing_by_signature.get(signature)
         if landing is None:
             shares = [s for s in daemonsets if allows(s.where, node.labels, node.taints, name=node.name)]
-            landing = found[signature] = (
+            landing = landing_by_signature[signature] = (
                 tuple(share.key for share in shares),
                 sum((share.cpu for share in shares), _ZERO),
                 sum((share.memory for share in shares), _ZERO),
@@ -143,11 +143,11 @@ def owner(workload: WorkloadKey | None, index: NodeIndex) -> DaemonSetShare | No
 
 def rooms(where: Placement, index: NodeIndex, share: DaemonSetShare) -> list[tuple[Decimal, Decimal]]:
     """The distinct rooms of the nodes the Pod may use, its own DaemonSet's share not taken, sorted."""
-    found: set[tuple[Decimal, Decimal]] = set()
+    distinct: set[tuple[Decimal, Decimal]] = set()
     for node in members(index):
         if allows(where, node.labels, node.taints, name=node.name):
-            found.add(_room(node, share))
-    return sorted(found)
+            distinct.add(_room(node, share))
+    return sorted(distinct)
 
 
 def _room(node: NodeShape, share: DaemonSetShare | None) -> tuple[Decimal, Decimal]:
@@ -169,10 +169,10 @@ def describe(index: NodeIndex, shape: tuple[Decimal, Decimal], resource: str, *,
     if not index.daemonsets:  # none subtracted: no node has any taken
         return f"has {render(resource, shape[column])} allocatable"
     key = (shape, resource, share.key if share is not None else None)
-    found = index.described.get(key)
-    if found is None:
-        found = index.described[key] = _describe(index, shape, resource, column, share=share)
-    return found
+    text = index.described.get(key)
+    if text is None:
+        text = index.described[key] = _describe(index, shape, resource, column, share=share)
+    return text
 
 
 def _describe(index: NodeIndex, shape: tuple[Decimal, Decimal], resource: str, column: int, *,

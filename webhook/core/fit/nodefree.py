@@ -39,9 +39,9 @@ def cpu_memory(section: object) -> dict[str, Decimal]:
     return out
 
 
-def _largest(*found: Mapping[str, Decimal]) -> dict[str, Decimal]:
+def _largest(*amounts: Mapping[str, Decimal]) -> dict[str, Decimal]:
     out: dict[str, Decimal] = {}
-    for values in found:
+    for values in amounts:
         for resource, value in values.items():
             out[resource] = max(out.get(resource, Decimal(0)), value)
     return out
@@ -102,11 +102,11 @@ def _effective(pod: Mapping[str, Any], section: str) -> dict[str, Decimal]:
         for resource, value in container(body).items():
             total[resource] = total.get(resource, Decimal(0)) + value
     overhead = cpu_memory(spec.get("overhead"))
-    found: dict[str, Decimal] = {}
+    effective: dict[str, Decimal] = {}
     for r in RESOURCES:
         running = total.get(r, _ZERO) + sidecars.get(r, _ZERO)
-        found[r] = pod_level.get(r, max(running, init_peak.get(r, _ZERO))) + overhead.get(r, _ZERO)
-    return found
+        effective[r] = pod_level.get(r, max(running, init_peak.get(r, _ZERO))) + overhead.get(r, _ZERO)
+    return effective
 
 
 _KEYS = tuple((section, resource, f"{section}.{resource}")
@@ -119,7 +119,7 @@ def _container_values(body: Mapping[str, Any], over: Mapping[str, str] | None) -
     resources = body.get("resources")
     if not resources or not (type(resources) is dict or isinstance(resources, Mapping)):
         resources = _NO_VALUES
-    found: dict[str, Decimal] = {}
+    parsed: dict[str, Decimal] = {}
     raw: object
     for section, resource, key in _KEYS:
         if over and key in over:
@@ -132,10 +132,10 @@ def _container_values(body: Mapping[str, Any], over: Mapping[str, str] | None) -
             if raw is None:
                 continue
         try:
-            found[key] = parse(raw)
+            parsed[key] = parse(raw)
         except QuantityError:
             continue
-    return found
+    return parsed
 
 
 _NO_VALUES: Mapping[str, Any] = {}
@@ -175,14 +175,14 @@ def spec_totals(pod: Mapping[str, Any], over: Mapping[str, Mapping[str, str]]) -
         for key, value in _container_values(body, over.get(body.get("name"))).items():
             total[key] = total.get(key, _ZERO) + value
     overhead = cpu_memory(spec.get("overhead"))
-    found: dict[str, Decimal] = {}
+    totals: dict[str, Decimal] = {}
     for section, resource, key in _KEYS:
         running = total.get(key, _ZERO) + sidecars.get(key, _ZERO)
         peak = init_peak.get(key, _ZERO)
-        found[key] = level[section].get(resource, running if running >= peak else peak) + overhead.get(
+        totals[key] = level[section].get(resource, running if running >= peak else peak) + overhead.get(
             resource, _ZERO
         )
-    return found
+    return totals
 
 
 def free_allocatable(node: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> dict[str, Decimal] | None:

@@ -87,13 +87,13 @@ def new_node_share(
     os_name = os_spec.get("name") if isinstance(os_spec, Mapping) else None
     labels = {_OS: str(os_name) if os_name else "linux", **selector}
     key = ("new node", tuple(sorted(labels.items())), own.key if own is not None else None)
-    found = index.memo.get(key)
-    if found is None:
+    shares = index.memo.get(key)
+    if shares is None:
         landing = [share for share in index.daemonsets.values()
                    if (own is None or share.key != own.key) and allows(share.where, labels, ())]  # fmt: skip
         # Kept as the memo keeps shapes: one (cpu, memory) per DaemonSet that lands.
-        found = index.memo[key] = tuple((share.cpu, share.memory) for share in landing)
-    return sum((cpu for cpu, _ in found), _ZERO), sum((memory for _, memory in found), _ZERO), len(found)
+        shares = index.memo[key] = tuple((share.cpu, share.memory) for share in landing)
+    return sum((cpu for cpu, _ in shares), _ZERO), sum((memory for _, memory in shares), _ZERO), len(shares)
 
 
 def fit_pod(

@@ -156,10 +156,10 @@ class Placement:
     os: str | None
 
     def keys(self) -> frozenset[str]:
-        found = set(self.selector)
+        named = set(self.selector)
         for expressions, _fields in self.terms or ():
-            found.update(key for key, _op, _values in expressions)
-        return frozenset(found)
+            named.update(key for key, _op, _values in expressions)
+        return frozenset(named)
 
     @property
     def by_field(self) -> bool:
@@ -182,12 +182,13 @@ class DaemonSetShare:
 
 
 def _expressions(raw: object) -> tuple[Expression, ...]:
-    found: list[Expression] = []
+    expressions: list[Expression] = []
     for item in raw if isinstance(raw, list) else ():
         if isinstance(item, Mapping):
             values = item.get("values") or ()
-            found.append((str(item.get("key")), str(item.get("operator")), tuple(str(v) for v in values)))
-    return tuple(found)
+            key, operator = str(item.get("key")), str(item.get("operator"))
+            expressions.append((key, operator, tuple(str(v) for v in values)))
+    return tuple(expressions)
 
 
 def placement(pod: Mapping[str, Any]) -> Placement:
@@ -277,13 +278,13 @@ def matching_shapes(where: Placement, index: NodeIndex) -> list[tuple[Decimal, D
     Found once per placement and index (`NodeIndex.memo`): the scan is the larger part of node fit.
     """
     key = where.key()
-    found = index.memo.get(key)
-    if found is None:
-        found = tuple(_scan(where, index))
+    shapes = index.memo.get(key)
+    if shapes is None:
+        shapes = tuple(_scan(where, index))
         if len(index.memo) >= _MEMO_SIZE:
             index.memo.clear()
-        index.memo[key] = found
-    return list(found)
+        index.memo[key] = shapes
+    return list(shapes)
 
 
 def pod_shapes(pod: Mapping[str, Any], index: NodeIndex) -> list[tuple[Decimal, Decimal]]:
@@ -293,13 +294,13 @@ def pod_shapes(pod: Mapping[str, Any], index: NodeIndex) -> list[tuple[Decimal, 
     spec = pod.get("spec") or {}
     text = repr((spec.get("nodeSelector"), spec.get("affinity"), spec.get("tolerations"), spec.get("os")))
     key = (_RAW, text)
-    found = index.memo.get(key)
-    if found is None:
-        found = tuple(matching_shapes(placement(pod), index))
+    shapes = index.memo.get(key)
+    if shapes is None:
+        shapes = tuple(matching_shapes(placement(pod), index))
         if len(index.memo) >= _MEMO_SIZE:
             index.memo.clear()
-        index.memo[key] = found
-    return list(found)
+        index.memo[key] = shapes
+    return list(shapes)
 
 
 _RAW = "pod fields"  # tags `pod_shapes`' memo keys (a `Placement.key()` is a 4-tuple)
@@ -307,13 +308,13 @@ _RAW = "pod fields"  # tags `pod_shapes`' memo keys (a `Placement.key()` is a 4-
 
 def _scan(where: Placement, index: NodeIndex) -> list[tuple[Decimal, Decimal]]:
     per_node = where.by_field or bool(where.keys() & index.per_node_keys)
-    found: set[tuple[Decimal, Decimal]] = set()
+    allowed: set[tuple[Decimal, Decimal]] = set()
     for group in index.groups:
         if not per_node:
             if allows(where, group.labels, group.taints):
-                found.update(group.shapes)
+                allowed.update(group.shapes)
             continue
         for node in group.members:
             if allows(where, node.labels, node.taints, name=node.name):
-                found.add((node.cpu, node.memory))
-    return sorted(found)
+                allowed.add((node.cpu, node.memory))
+    return sorted(allowed)

@@ -64,14 +64,14 @@ def _created_values(ref: ContainerRef, injections: Sequence[Injection]) -> dict[
     """The container's requests and limits as it will be created: its own, the injected ones over them
     (what `as_created` gives it, without a copy of the Pod)."""
     resources = ref.body.get("resources") or {}
-    found: dict[str, dict[str, Any]] = {
+    values: dict[str, dict[str, Any]] = {
         section: dict(resources.get(section) or {}) for section in ("requests", "limits")
     }
     for injection in injections:
         if injection.target == ref.name and injection.field.startswith(("requests.", "limits.")):
             section, resource = injection.field.split(".", 1)
-            found[section][resource] = injection.value
-    return found
+            values[section][resource] = injection.value
+    return values
 
 
 def _counting(

@@ -34,10 +34,10 @@ _OTHER = 4096  # any other pod-tailor.io/ annotation (features added later read 
 
 def limit_of(key: str) -> int | None:
     """The longest value pod-tailor reads for annotation `key`; None for annotations it never reads."""
-    found = MAX_LENGTH.get(key)
-    if found is None and key.startswith(PREFIX):
+    limit = MAX_LENGTH.get(key)
+    if limit is None and key.startswith(PREFIX):
         return _OTHER
-    return found
+    return limit
 
 
 def within_limits(pod: Mapping[str, Any]) -> tuple[Mapping[str, Any], list[str]]:

@@ -207,11 +207,11 @@ def parse_hpa(obj: Mapping[str, Any]) -> tuple[Hpa | Ignored, tuple[str, ...]]:
     for metric in raw:
         kind = metric.get("type") if isinstance(metric, Mapping) else None
         if kind in ("Resource", "ContainerResource"):
-            found = _resource_target(str(kind), metric)
-            if isinstance(found, ResourceTarget):
-                resources.append(found)
+            read = _resource_target(str(kind), metric)
+            if isinstance(read, ResourceTarget):
+                resources.append(read)
             else:
-                left_out.append(f"hpa {name}: {found}")
+                left_out.append(f"hpa {name}: {read}")
         elif kind in _OTHER_METRICS:
             others.append(str(kind))
         else:
@@ -270,10 +270,10 @@ class _Entry:
     vpas: list[Vpa] = field(default_factory=list)
 
 
-def index_autoscalers(found: Iterable[tuple[str, Hpa | Vpa]]) -> dict[str, NamespaceAutoscalers]:
+def index_autoscalers(parsed: Iterable[tuple[str, Hpa | Vpa]]) -> dict[str, NamespaceAutoscalers]:
     """(namespace, autoscaler) pairs -> namespace -> target -> Autoscalers, each sorted by name."""
     entries: dict[str, dict[Target, _Entry]] = {}
-    for namespace, scaler in found:
+    for namespace, scaler in parsed:
         entry = entries.setdefault(namespace, {}).setdefault(scaler.target, _Entry())
         if isinstance(scaler, Hpa):
             entry.hpas.append(scaler)

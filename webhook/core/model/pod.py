@@ -252,9 +252,9 @@ def guessed_requests(pod: Mapping[str, Any]) -> frozenset[tuple[str, str]]:
     text = ((pod.get("metadata") or {}).get("annotations") or {}).get(INJECTED_ANNOTATION)
     if not isinstance(text, str):
         return frozenset()
-    found = set()
+    guessed = set()
     for line in text.splitlines()[1:]:
         name, _, entries = line.partition(": ")
         for match in _GUESSED.finditer(entries):
-            found.add((name, match["resource"]))
-    return frozenset(found)
+            guessed.add((name, match["resource"]))
+    return frozenset(guessed)

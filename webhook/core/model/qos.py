@@ -24,16 +24,16 @@ _COUNTED = ("cpu", "memory")
 
 def _values(section: object) -> dict[str, Decimal]:
     """The readable cpu and memory quantities of a requests or limits section, zero ones included."""
-    found: dict[str, Decimal] = {}
+    parsed: dict[str, Decimal] = {}
     for name in _COUNTED:
         raw = section.get(name) if isinstance(section, dict) else None
         if raw is None:
             continue
         try:
-            found[name] = parse(raw)
+            parsed[name] = parse(raw)
         except QuantityError:
             continue
-    return found
+    return parsed
 
 
 def _positive(values: dict[str, Decimal]) -> dict[str, Decimal]:

@@ -58,12 +58,12 @@ def _parse_uncached(value: str | int | float) -> Decimal:
     from kubernetes.utils.quantity import parse_quantity
 
     try:
-        found = Decimal(parse_quantity(value))  # type: ignore[no-untyped-call]
+        amount = Decimal(parse_quantity(value))  # type: ignore[no-untyped-call]
     except (ValueError, ArithmeticError) as exc:
         raise QuantityError(f"not a quantity: {_shown(value)}") from exc
-    if not found.is_finite():
+    if not amount.is_finite():
         raise QuantityError(f"not a quantity: {_shown(value)}")
-    return found
+    return amount
 
 
 # Pods repeat a handful of quantities ("100m", "128Mi") and a profile store repeats its rounded values;

@@ -60,7 +60,7 @@ class Quota:
 
 
 def _amounts(raw: object, left_out: list[str] | None = None) -> dict[str, Decimal]:
-    found: dict[str, Decimal] = {}
+    amounts: dict[str, Decimal] = {}
     for key, value in raw.items() if isinstance(raw, Mapping) else ():
         name = KEYS.get(str(key))
         if name is None:
@@ -68,11 +68,11 @@ def _amounts(raw: object, left_out: list[str] | None = None) -> dict[str, Decima
                 left_out.append(str(key))
             continue
         try:
-            found[name] = parse(value)
+            amounts[name] = parse(value)
         except QuantityError:
             if left_out is not None:
                 left_out.append(f"{key} (unreadable {value!r})")
-    return found
+    return amounts
 
 
 def parse_quota(obj: Mapping[str, Any]) -> Quota:
@@ -149,12 +149,12 @@ def left_of(quota: Quota, charged: Mapping[str, Decimal] | None = None) -> dict[
     """Canonical key -> what `quota` has left of it: `hard - used - charged` (`charged`: what Pods
     admitted since its status charge it). A quota whose status is not written yet counts nothing used."""
     used = quota.used
-    found = {key: hard - used[key] if key in used else hard for key, hard in quota.hard.items()}
+    left = {key: hard - used[key] if key in used else hard for key, hard in quota.hard.items()}
     if charged:
         for key, amount in charged.items():
-            if key in found:
-                found[key] -= amount
-    return found
+            if key in left:
+                left[key] -= amount
+    return left
 
 
 def room(
@@ -162,12 +162,12 @@ def room(
 ) -> dict[str, tuple[Decimal, str]]:
     """Canonical key -> (the least any of `quotas` has left of it (`left_of`, with its `pending`
     charges), that quota's name; the first of them on a tie); a key no quota tracks is absent."""
-    found: dict[str, tuple[Decimal, str]] = {}
+    least: dict[str, tuple[Decimal, str]] = {}
     for quota in quotas:
         for key, amount in left_of(quota, pending.get(quota.name) if pending else None).items():
-            if key not in found or amount < found[key][0]:
-                found[key] = (amount, quota.name)
-    return found
+            if key not in least or amount < least[key][0]:
+                least[key] = (amount, quota.name)
+    return least
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,11 +200,11 @@ class RoomReading:
         """Whether `quotas` (the namespace's, as the decision saw them) and `pending` give a room in
         every band, so deciding again would give the same decision."""
         counted = self.counted
-        found = room((quota for quota in quotas if quota.name in counted), pending)
-        if len(found) != len(self.bands):
+        rooms = room((quota for quota in quotas if quota.name in counted), pending)
+        if len(rooms) != len(self.bands):
             return False
         for key, band in self.bands.items():
-            left = found.get(key)
+            left = rooms.get(key)
             if left is None or not band.holds(*left):
                 return False
         return True

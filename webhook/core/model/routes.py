@@ -122,8 +122,8 @@ def _string_map(value: object) -> dict[str, str] | None:
 
 def _items(parent: object, key: str) -> list[Any]:
     """`parent[key]` when it is a list, else nothing to iterate."""
-    found = parent.get(key) if isinstance(parent, Mapping) else None
-    return found if isinstance(found, list) else []
+    value = parent.get(key) if isinstance(parent, Mapping) else None
+    return value if isinstance(value, list) else []
 
 
 def _seconds(value: object) -> int | None:
@@ -133,8 +133,8 @@ def _seconds(value: object) -> int | None:
 
 
 def _delay(annotations: Mapping[str, str], key: str) -> int | None:
-    found = _DELAY.search(annotations.get(key, ""))
-    return int(found[1]) if found and int(found[1]) <= 3600 else None
+    match = _DELAY.search(annotations.get(key, ""))
+    return int(match[1]) if match and int(match[1]) <= 3600 else None
 
 
 def _metadata(obj: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
@@ -191,10 +191,10 @@ def _neg_exposed(value: str | None) -> bool:
     if not value:
         return False
     try:
-        found = json.loads(value)
+        neg = json.loads(value)
     except ValueError:
         return False
-    return isinstance(found, dict) and bool(found.get("ingress") or found.get("exposed_ports"))
+    return isinstance(neg, dict) and bool(neg.get("ingress") or neg.get("exposed_ports"))
 
 
 def parse_ingress_class(obj: Mapping[str, Any]) -> tuple[str, str, bool] | None:
@@ -226,7 +226,7 @@ def parse_ingress(
         http = rule.get("http") if isinstance(rule, Mapping) else None
         for path in _items(http, "paths"):
             backends.append(path.get("backend") if isinstance(path, Mapping) else None)
-    services = frozenset(found for backend in backends if (found := _backend_service(backend)))
+    services = frozenset(service for backend in backends if (service := _backend_service(backend)))
     class_name = str(spec.get("ingressClassName") or annotations.get(_INGRESS_CLASS) or default_class)
     controller_id = classes.get(class_name, "")
     controller = (_CLOUD_CONTROLLERS.get(controller_id) or _CLOUD_CLASSES.get(class_name)
@@ -283,12 +283,12 @@ def index_traffic(
             to_service.setdefault(namespace, {}).setdefault(name, []).append(route)
     return {
         namespace: NamespaceTraffic(
-            services=tuple(sorted(found, key=lambda s: s.name)),
+            services=tuple(sorted(namespace_services, key=lambda s: s.name)),
             routes=MappingProxyType({
-                name: tuple(sorted(found_routes, key=lambda r: (r.kind, r.name)))
-                for name, found_routes in to_service.get(namespace, {}).items()
+                name: tuple(sorted(service_routes, key=lambda r: (r.kind, r.name)))
+                for name, service_routes in to_service.get(namespace, {}).items()
             }),
-            label_keys=frozenset(key for service in found for key, _ in service.selector),
+            label_keys=frozenset(key for service in namespace_services for key, _ in service.selector),
         )
-        for namespace, found in by_namespace.items()
+        for namespace, namespace_services in by_namespace.items()
     }

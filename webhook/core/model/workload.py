@@ -108,11 +108,11 @@ def claim_templates(pod: Mapping[str, Any]) -> tuple[str, ...]:
     owner, name, volumes = controller_owner(metadata), metadata.get("name"), spec.get("volumes")
     if owner is None or owner.get("kind") != "StatefulSet" or not isinstance(name, str) or not name:
         return ()
-    found = []
+    templates = []
     for volume in volumes if isinstance(volumes, list) else ():
         if not isinstance(volume, dict) or not isinstance(claim := volume.get("persistentVolumeClaim"), dict):
             continue
         template = volume.get("name")
         if isinstance(template, str) and template and claim.get("claimName") == f"{template}-{name}":
-            found.append(template)
-    return tuple(found)
+            templates.append(template)
+    return tuple(templates)

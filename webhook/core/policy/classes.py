@@ -78,7 +78,7 @@ def _why(
             return None
         reasons.append("label " + ",".join(f"{key}={value}" for key, value in match.labels))
     if match.container_names or match.images:
-        found = next(
+        reason = next(
             (
                 f"container {ref.name}" if ref.name in match.container_names else f"image {image_name(image)}"
                 for ref in refs
@@ -87,9 +87,9 @@ def _why(
             ),
             None,
         )
-        if found is None:
+        if reason is None:
             return None
-        reasons.append(found)
+        reasons.append(reason)
     return ", ".join(reasons) or "default"
 
 
@@ -123,9 +123,9 @@ def container_class(
     return None
 
 
-def _with_reason(found: WorkloadClass, why: str) -> WorkloadClass:
+def _with_reason(matched: WorkloadClass, why: str) -> WorkloadClass:
     return WorkloadClass(
-        found.name, found.match, found.scope, found.hands_off, found.needs_service, found.minimum_requests,
-        found.policy, why,
+        matched.name, matched.match, matched.scope, matched.hands_off, matched.needs_service,
+        matched.minimum_requests, matched.policy, why,
     )
 

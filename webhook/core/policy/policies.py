@@ -259,7 +259,7 @@ def _classes(reader: Reader, *, first: frozenset[str]) -> tuple[WorkloadClass, .
         return ()
     classes = Reader(raw, f"{reader.path}.classes")
     base = {key: value for key, value in reader.data.items() if key != "classes"}
-    found: list[WorkloadClass] = []
+    read: list[WorkloadClass] = []
     names = [n for n in classes.data if n in first] + [n for n in classes.data if n not in first]
     for name in names:
         if classes.data[name] is None:
@@ -279,7 +279,7 @@ def _classes(reader: Reader, *, first: frozenset[str]) -> tuple[WorkloadClass, .
             if "classes" in partial.data:
                 raise PolicyError(f"{partial.path}.classes: classes do not nest")
             policy = _policy(reader.path.rsplit(".", 1)[-1], Reader(merge(base, partial.data), partial.path))
-        found.append(WorkloadClass(
+        read.append(WorkloadClass(
             name=name,
             match=_matches(one, "match"),
             scope=scope,
@@ -289,7 +289,7 @@ def _classes(reader: Reader, *, first: frozenset[str]) -> tuple[WorkloadClass, .
             policy=policy,
         ))  # fmt: skip
     # A class that matches everything (`web`) comes last, wherever it was named.
-    return tuple(sorted(found, key=lambda c: not c.match or ClassMatch() in c.match))
+    return tuple(sorted(read, key=lambda c: not c.match or ClassMatch() in c.match))
 
 
 def _policy(name: str, reader: Reader, *, first: frozenset[str] = frozenset()) -> Policy:
@@ -376,8 +376,8 @@ def parse_policies(document: object, *, base: Mapping[str, Any] | None = None) -
     keys = {
         key
         for policy in policies.values()
-        for found in policy.classes
-        for match in found.match
+        for workload_class in policy.classes
+        for match in workload_class.match
         for key, _ in match.labels
     }
     return PolicySet(policies, class_label_keys=frozenset(keys))

@@ -169,12 +169,12 @@ def _sized(
     value = profile.cpu
     stored = CpuStatistic(evidence.cpu_percentile, evidence.cpu_aggregate, cpu.rate_window if cpu else "")
     if cpu is not None and stored != cpu:
-        found = profile.cpu_by.get(cpu.key)
-        if found is None:
+        counted = profile.cpu_by.get(cpu.key)
+        if counted is None:
             note = (f"no {cpu.key} CPU statistic in the store (the build counts those the policies "
                     f"name): {stored.key}")
         else:
-            value = found
+            value = counted
             evidence = dataclasses.replace(evidence, cpu_percentile=cpu.percentile,
                                            cpu_aggregate=cpu.aggregate, cpu_value=None, cpu_within=None)
     memory = profile.memory

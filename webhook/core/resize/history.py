@@ -94,7 +94,7 @@ def read_history(annotations: Mapping[str, Any]) -> tuple[Entry, ...]:
         raw = json.loads(text) if isinstance(text, str) else []
     except ValueError:
         return ()
-    found = []
+    entries = []
     for item in raw if isinstance(raw, list) else ():
         at = unstamp(item.get("at")) if isinstance(item, dict) else None
         if at is None:
@@ -108,8 +108,8 @@ def read_history(annotations: Mapping[str, Any]) -> tuple[Entry, ...]:
             )
         except AttributeError:
             continue
-        found.append(Entry(at, changes, str(item.get("why", "")), str(item.get("result", "asked"))))
-    return tuple(found)
+        entries.append(Entry(at, changes, str(item.get("why", "")), str(item.get("result", "asked"))))
+    return tuple(entries)
 
 
 class Progress(StrEnum):
@@ -122,9 +122,11 @@ class Progress(StrEnum):
 
 
 def _condition(pod: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
-    for found in (pod.get("status") or {}).get("conditions") or ():
-        if isinstance(found, Mapping) and (found.get("type"), found.get("status")) == (kind, "True"):
-            return found
+    for condition in (pod.get("status") or {}).get("conditions") or ():
+        if not isinstance(condition, Mapping):
+            continue
+        if (condition.get("type"), condition.get("status")) == (kind, "True"):
+            return condition
     return None
 
 

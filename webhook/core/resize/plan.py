@@ -185,9 +185,9 @@ def admission_values(
     authored = _as_authored(pod, owned)
     decision = tailor(authored, policy=steady, profiles=profiles, facts=facts, workload=workload)
     return {
-        (found.target, found.field): found
-        for found in decision.injections
-        if found.field in owned.get(found.target, ())
+        (injection.target, injection.field): injection
+        for injection in decision.injections
+        if injection.field in owned.get(injection.target, ())
     }
 
 
@@ -278,8 +278,8 @@ def _container_values(
         wanted = parse(target.value)
         if not rules.min_change.passed(resource, current, wanted):
             continue
-        since = _last_change(around.history, ref.name, resource) or started
-        stepped = _stepped(current, wanted, days=Decimal(repr(around.now - since)) / DAY, policy=policy)
+        changed_at = _last_change(around.history, ref.name, resource) or started
+        stepped = _stepped(current, wanted, days=Decimal(repr(around.now - changed_at)) / DAY, policy=policy)
         new = _round(resource, stepped)
         if not rules.min_change.passed(resource, current, new):
             draft.notes.append(
@@ -415,8 +415,8 @@ def plan_resize(
 
 
 def _basis(profiles: WorkloadProfiles) -> str:
-    for found in profiles.values():
-        if isinstance(found, Recommendation):
-            ev = found.evidence
+    for profile in profiles.values():
+        if isinstance(profile, Recommendation):
+            ev = profile.evidence
             return f"{ev.window} of history ({ev.hours:.0f}h, p{ev.cpu_percentile:g} cpu, peak memory)"
     return "history"

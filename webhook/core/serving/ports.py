@@ -29,7 +29,7 @@ def probe_ports(container: Mapping[str, Any]) -> frozenset[int]:
         for port in container.get("ports") or ()
         if isinstance(port, Mapping) and type(port.get("containerPort")) is int and port.get("name")
     }
-    found: set[int] = set()
+    ports: set[int] = set()
     for field in _PROBES:
         probe = container.get(field)
         if not isinstance(probe, Mapping):
@@ -38,12 +38,12 @@ def probe_ports(container: Mapping[str, Any]) -> frozenset[int]:
             body = probe.get(handler)
             port = body.get("port") if isinstance(body, Mapping) else None
             if type(port) is int:
-                found.add(port)
+                ports.add(port)
             elif isinstance(port, str) and port.isdigit():
-                found.add(int(port))
+                ports.add(int(port))
             elif isinstance(port, str) and port in names:
-                found.add(names[port])
-    return frozenset(found)
+                ports.add(names[port])
+    return frozenset(ports)
 
 
 def _declared(container: Mapping[str, Any], targets: frozenset[int | str]) -> int | None:

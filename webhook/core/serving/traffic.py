@@ -33,16 +33,16 @@ class TrafficPath:
 
     @property
     def deregistration(self) -> int | None:
-        found = [s.deregistration for s in self.services if s.deregistration]
-        found += [r.deregistration for r in self.routes if r.deregistration]
-        return max(found, default=None)
+        delays = [s.deregistration for s in self.services if s.deregistration]
+        delays += [r.deregistration for r in self.routes if r.deregistration]
+        return max(delays, default=None)
 
     @property
     def asked(self) -> int | None:
         """The longest pause a Service or route asks for with `pod-tailor.io/prestop-sleep-seconds`."""
-        found = [s.sleep for s in self.services if s.sleep is not None]
-        found += [r.sleep for r in self.routes if r.sleep is not None]
-        return max(found, default=None)
+        sleeps = [s.sleep for s in self.services if s.sleep is not None]
+        sleeps += [r.sleep for r in self.routes if r.sleep is not None]
+        return max(sleeps, default=None)
 
     def targeted(self) -> frozenset[int | str]:
         """Container ports (numbers or names) the selecting Services send to."""

@@ -47,9 +47,9 @@ def container_holds(scalers: Autoscalers, policy: AutoscalerPolicy, ref: Contain
     holds: dict[str, Hold] = {}
     if policy.hpa_utilization is HpaUtilization.KEEP:
         for resource in ("cpu", "memory"):
-            found = scalers.utilization_hpa(ref, resource)
-            if found is not None:
-                hpa, metric = found
+            hpa_metric = scalers.utilization_hpa(ref, resource)
+            if hpa_metric is not None:
+                hpa, metric = hpa_metric
                 reason = f"hpa {hpa.name} scales on {resource} utilization {metric.utilization} %"
                 holds[resource] = Hold(f"hpa {hpa.name}", reason, defer=False)
     if policy.vpa is VpaMode.DEFER and ref.group == "containers":
@@ -80,5 +80,6 @@ def deferral_notes(ref: ContainerRef, holds: Mapping[str, Hold], *, limited: fro
         ):
             by_vpa.setdefault(hold.by, []).append(resource)
     return [
-        Note(ref.name, f"{', '.join(found)} left to {vpa}", tuple(found)) for vpa, found in by_vpa.items()
+        Note(ref.name, f"{', '.join(deferred)} left to {vpa}", tuple(deferred))
+        for vpa, deferred in by_vpa.items()
     ]

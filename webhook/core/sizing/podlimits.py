@@ -35,18 +35,18 @@ def has_pod_limits(items: Iterable[LimitRangeItem]) -> bool:
 
 
 def _values(body: Mapping[str, Any], section: str, added: Added) -> dict[str, Decimal]:
-    found: dict[str, Decimal] = {}
+    values: dict[str, Decimal] = {}
     own = (body.get("resources") or {}).get(section) or {}
     for resource, raw in own.items() if isinstance(own, dict) else ():
         try:
-            found[str(resource)] = parse(raw)
+            values[str(resource)] = parse(raw)
         except QuantityError:
             continue
     name = str(body.get("name", ""))
     for (where, container, resource), value in added.items():
         if where == section and container == name:
-            found[resource] = value  # added, or replacing what LimitRanger set
-    return found
+            values[resource] = value  # added, or replacing what LimitRanger set
+    return values
 
 
 def _add(total: dict[str, Decimal], more: Mapping[str, Decimal]) -> dict[str, Decimal]:
@@ -83,26 +83,26 @@ def breaches(
     requests: Mapping[str, Decimal], limits: Mapping[str, Decimal], items: Sequence[LimitRangeItem]
 ) -> dict[str, str]:
     """Per resource, why these Pod totals break a Pod-type LimitRange item (none: they fit)."""
-    found: dict[str, str] = {}
+    breached: dict[str, str] = {}
     for item in items:
         if item.type != "Pod":
             continue
         for resource, bound in item.max.items():
             shown = render(resource, bound)
             if resource not in limits:
-                found.setdefault(resource, f"max {shown} per Pod needs a limit")
+                breached.setdefault(resource, f"max {shown} per Pod needs a limit")
             elif limits[resource] > bound or requests.get(resource, Decimal(0)) > bound:
-                found.setdefault(resource, f"above the max {shown} per Pod")
+                breached.setdefault(resource, f"above the max {shown} per Pod")
         for resource, bound in item.min.items():
             shown = render(resource, bound)
             if resource not in requests:
-                found.setdefault(resource, f"min {shown} per Pod needs a request")
+                breached.setdefault(resource, f"min {shown} per Pod needs a request")
             elif requests[resource] < bound or limits.get(resource, bound) < bound:
-                found.setdefault(resource, f"below the min {shown} per Pod")
+                breached.setdefault(resource, f"below the min {shown} per Pod")
         for resource, ratio in item.max_limit_request_ratio.items():
             if ratio_breached(requests.get(resource, Decimal(0)), limits.get(resource, Decimal(0)), ratio):
-                found.setdefault(resource, f"limit/request above {ratio.normalize():f} per Pod")
-    return found
+                breached.setdefault(resource, f"limit/request above {ratio.normalize():f} per Pod")
+    return breached
 
 
 def _added(injections: Iterable[Injection]) -> dict[tuple[str, str, str], Decimal]:

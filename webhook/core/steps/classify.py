@@ -36,16 +36,16 @@ def _run(ctx: Context) -> None:
     else:
         kind = pod_workload(ctx.pod, str((ctx.pod.get("metadata") or {}).get("namespace") or "")).kind
     claims = claim_templates(ctx.pod)
-    found = pod_class(classes, ctx.pod, kind=kind, claims=claims)
-    ctx.workload_class = found
-    if found is not None:
-        if found.hands_off:
-            ctx.skipped = f"class {found.name} ({found.reason}) is left alone"
+    matched = pod_class(classes, ctx.pod, kind=kind, claims=claims)
+    ctx.workload_class = matched
+    if matched is not None:
+        if matched.hands_off:
+            ctx.skipped = f"class {matched.name} ({matched.reason}) is left alone"
             return
-        if found.policy is not None:
-            ctx.policy = found.policy
-            ctx.features = found.policy.features - ctx.excluded
-        if found.needs_service and ctx.served is None:
+        if matched.policy is not None:
+            ctx.policy = matched.policy
+            ctx.features = matched.policy.features - ctx.excluded
+        if matched.needs_service and ctx.served is None:
             ctx.served = {}  # no Service sends to it: no container serves
     kept = []
     for ref in ctx.sizeable:

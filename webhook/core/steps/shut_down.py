@@ -37,7 +37,7 @@ def _run(ctx: Context) -> None:
     own_drain = ctx.serving_pod and ctx.workload_class is not None and ctx.workload_class.policy is not None
     if (ctx.sleeps or own_drain) and "gracePeriod" in ctx.features:
         sleeps = ctx.sleeps + [0] + [
-            found for ref in containers(ctx.pod) if (found := existing_sleep(ref.body)) is not None
+            existing for ref in containers(ctx.pod) if (existing := existing_sleep(ref.body)) is not None
         ]
         grace, warning = grace_period(ctx.pod, policy=policy, longest_sleep=max(sleeps), patch=ctx.patch)
         if grace is not None:

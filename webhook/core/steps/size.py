@@ -40,7 +40,9 @@ def _run(ctx: Context) -> None:
             pod,
             facts.limit_ranges,
             sized=lambda held: [
-                found for ref in ctx.sizeable for found in sized(ref, into=PatchBuilder(pod), held=held)[0]
+                injection
+                for ref in ctx.sizeable
+                for injection in sized(ref, into=PatchBuilder(pod), held=held)[0]
             ],
         )
         ctx.warnings += held_back
