@@ -79,7 +79,7 @@ class CreatedTotals:
 
     def of(self, injections: Sequence[Injection]) -> dict[str, Decimal]:
         """The totals of the Pod with `injections` over its own values (what `as_created` reads)."""
-        # A list made into a tuple: asked several times a decision, and a generator costs twice as much.
+        # A tuple of a list: built several times a decision, where a generator would be the slower.
         key = tuple([(i.target, i.field, i.value) for i in injections if i.field.startswith(_VALUES)])
         amounts = self._seen.get(key)
         if amounts is None:

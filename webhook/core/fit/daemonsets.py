@@ -1,15 +1,15 @@
 """What DaemonSets take on each node, so node fit holds a Pod to the room left after them (pure).
 
-Every node a DaemonSet's Pods may land on runs one of them, so its requests are never free for
-anything else. A DaemonSet is kept as its template's requests summed as the scheduler counts them
-(`webhook.core.fit.nodefree.pod_requests`) and its placement (`webhook.core.fit.placement.placement`), with
-the tolerations the DaemonSet controller adds to every Pod it creates (not-ready and unreachable
+Every node a DaemonSet's Pods may land on runs one of them, so its requests are never free for anything
+else. A DaemonSet is kept as its template's requests summed as the scheduler counts them
+(`webhook.core.fit.nodefree.pod_requests`) and its placement (`webhook.core.fit.placement.placement`),
+with the tolerations the DaemonSet controller adds to every Pod it creates (not-ready and unreachable
 NoExecute; disk, memory and pid pressure and unschedulable NoSchedule; network-unavailable for
-host-network Pods). `subtract` runs when the node index is built, never per admission: a node's
-`cpu` and `memory` become the room left, so the per-Pod fit costs what it did. A DaemonSet's own Pod
-is not held to the room its own share took: `owner` finds its DaemonSet (the Pod's workload, from its
-owner reference on the server, the manifest in the preview), `rooms` adds that share back (a scan of
-the matching nodes, for DaemonSet Pods only).
+host-network Pods). `subtract` runs when the node index is built, never per admission: a node's `cpu` and
+`memory` become the room left, so the per-Pod fit does no more work than without them. A DaemonSet's own
+Pod is not held to the room its own share took: `owner` finds its DaemonSet (the Pod's workload, from its
+owner reference on the server, the manifest in the preview), `rooms` adds that share back (a scan of the
+matching nodes, for DaemonSet Pods only).
 """
 
 from __future__ import annotations

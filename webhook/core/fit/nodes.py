@@ -91,7 +91,7 @@ def new_node_share(
     if shares is None:
         landing = [share for share in index.daemonsets.values()
                    if (own is None or share.key != own.key) and allows(share.where, labels, ())]  # fmt: skip
-        # Kept as the memo keeps shapes: one (cpu, memory) per DaemonSet that lands.
+        # Stored as the memo stores shapes: one (cpu, memory) per DaemonSet that lands.
         shares = index.memo[key] = tuple((share.cpu, share.memory) for share in landing)
     return sum((cpu for cpu, _ in shares), _ZERO), sum((memory for _, memory in shares), _ZERO), len(shares)
 

@@ -28,8 +28,8 @@ class Basis(StrEnum):
 class Injection(NamedTuple):
     """One injected value and where it came from, e.g. (app, requests.cpu, 250m, profile p95 over 14d).
 
-    A NamedTuple rather than a frozen dataclass: as immutable, and made in half the time (a decision
-    makes one per injected value).
+    A NamedTuple: as immutable as a frozen dataclass and cheaper to make (a decision makes one per
+    injected value).
     """
 
     target: str  # container name, or POD_TARGET ("pod") for pod-level fields

@@ -54,7 +54,7 @@ def _shown(value: object) -> str:
 
 def _parse_uncached(value: str | int | float) -> Decimal:
     # Imported at the first parse, not with this module: `import kubernetes` loads the whole client
-    # (0.45 s of a CLI start), and most verbs (a profiles build) never parse a quantity.
+    # (its cost: docs/benchmarks.md, "Start-up"), and most verbs (a profiles build) never parse one.
     from kubernetes.utils.quantity import parse_quantity
 
     try:
