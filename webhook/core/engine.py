@@ -10,11 +10,13 @@ explanation annotation is written last, from everything the steps added.
 
 Adding a rule or a feature is one place: write a module in `webhook/core/steps/` whose docstring
 says what it reads and adds, with `STEP = Step("name", run)` where `run(ctx)` adds to the context
-(keep the decision itself in a pure module of `webhook/core/` beside the others, the step only
-wires it in), and put its `STEP` into `STEPS` below where what it reads is ready: a step sees
-everything the steps before it added (`ctx.injections` holds the requests sized so far), and one
-that sets `ctx.skipped` leaves the Pod alone and stops the pipeline. Data the step needs from
-outside comes through `ClusterFacts` (`webhook.core.facts`), filled by the snapshot.
+(keep the decision itself in a pure module of the part of the core it concerns, `core/sizing/`,
+`core/serving/`, `core/fit/`, ...: the step only wires it in, passing the facts the rule reads), and
+put its `STEP` into `STEPS` below where what it reads is ready: a step sees everything the steps
+before it added (`ctx.injections` holds the requests sized so far), and one that sets `ctx.skipped`
+leaves the Pod alone and stops the pipeline. Data the step needs from outside comes through
+`ClusterFacts` (`webhook.core.facts`), filled by the snapshot. Which part may import which is the
+table in docs/architecture.md.
 """
 
 from __future__ import annotations
